@@ -1,0 +1,30 @@
+"""Helpers for the attention notebook series.
+
+Modules:
+    attention  scaled dot-product attention (Eq. 1) and multi-head attention (§3.2.2)
+    masks      causal and padding masks (True = may attend)
+    plotting   attention heatmaps that return matplotlib Figures
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+
+__all__ = ["set_seed"]
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python's, NumPy's and PyTorch's random number generators.
+
+    Returns nothing, so a notebook cell that ends with ``set_seed(0)`` displays
+    nothing (``torch.manual_seed`` returns a generator whose repr holds a memory
+    address, which would differ on every run).
+    """
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

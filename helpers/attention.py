@@ -1,0 +1,241 @@
+"""Scaled dot-product attention and multi-head attention.
+
+Vaswani et al., 2017: §3.2.1 (Eq. 1) and §3.2.2.
+
+Shapes use one set of letters throughout the series:
+``B`` batch, ``h`` heads, ``n`` query positions, ``m`` key positions,
+``d_model`` model width, ``d_k`` query/key width, ``d_v`` value width.
+
+Mask convention (everywhere in this package): a boolean tensor where ``True``
+means "this query may attend to this key". This is the meaning of
+``torch.nn.functional.scaled_dot_product_attention``'s boolean ``attn_mask``
+and the *opposite* of ``torch.nn.MultiheadAttention``'s boolean masks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["MultiHeadAttention", "check_mask", "scaled_dot_product_attention"]
+
+
+def _shape(t: torch.Tensor) -> tuple[int, ...]:
+    return tuple(t.shape)
+
+
+def check_mask(mask: torch.Tensor | None, target_shape: tuple[int, ...]) -> None:
+    """Raise ``ValueError`` unless ``mask`` is boolean and broadcasts to ``target_shape``.
+
+    ``target_shape`` is the shape of the attention scores, ``(..., n, m)``.
+    """
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor):
+        raise ValueError(f"mask must be a boolean torch.Tensor or None, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; "
+            "convert a 0/1 mask with mask.bool(), an additive -inf mask with mask == 0"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, target_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != torch.Size(target_shape):
+        raise ValueError(
+            f"mask of shape {_shape(mask)} does not broadcast to the attention scores "
+            f"of shape {tuple(target_shape)} (..., n queries, m keys)"
+        )
+
+
+def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
+    """Validate Eq. 1's operands and return the shape of the scores ``(..., n, m)``."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., positions, features), got shape {_shape(t)}"
+            )
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"query and key must have the same last dimension d_k: "
+            f"query {_shape(query)} has d_k={query.shape[-1]}, key {_shape(key)} has d_k={key.shape[-1]}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"key and value must have the same number of positions m: "
+            f"key {_shape(key)} has m={key.shape[-2]}, value {_shape(value)} has m={value.shape[-2]}"
+        )
+    try:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"leading (batch) dimensions do not broadcast: query {_shape(query)}, "
+            f"key {_shape(key)}, value {_shape(value)}"
+        ) from None
+    return (*batch, query.shape[-2], key.shape[-2])
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (§3.2.1, Eq. 1).
+
+    Args:
+        query: ``(..., n, d_k)``.
+        key:   ``(..., m, d_k)``.
+        value: ``(..., m, d_v)``.
+        mask:  optional boolean tensor broadcastable to ``(..., n, m)``;
+            ``True`` means the query may attend to the key.
+
+    Returns:
+        ``(output, weights)`` with ``output (..., n, d_v)`` and
+        ``weights (..., n, m)``. Each row of ``weights`` sums to 1 over the
+        allowed keys and is exactly 0 on masked keys. A query with no allowed
+        key at all gets all-zero weights and a zero output (never NaN), and
+        gradients stay finite.
+    """
+    scores_shape = _check_qkv(query, key, value)
+    check_mask(mask, scores_shape)
+
+    d_k = query.shape[-1]
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., n, m)
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)  # normalise over the keys
+    else:
+        # Fill with the most negative finite number, not -inf: a row where every
+        # key is masked then gives a uniform softmax instead of 0/0 = NaN, and we
+        # zero those weights right after. In a row with at least one allowed key,
+        # exp(finfo.min - max) underflows to exactly 0, as -inf would.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+    return weights @ value, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (§3.2.2).
+
+    ``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O`` with
+    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` and ``d_k = d_v = d_model / h``.
+    The per-head projections ``W_i^Q`` are the column blocks of one
+    ``nn.Linear(d_model, d_model)`` (``w_q``), and likewise for keys and values.
+
+    Args:
+        d_model: model width; must be divisible by ``num_heads``.
+        num_heads: ``h``.
+        dropout: dropout on the attention weights (training mode only).
+        bias: whether the four linear layers have a bias (the paper's equations
+            have none; PyTorch's ``nn.MultiheadAttention`` has one by default).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"d_model and num_heads must be positive integers, got d_model={d_model!r}, num_heads={num_heads!r}"
+            )
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by num_heads={num_heads}: "
+                f"each head needs d_k = d_model / num_heads = {d_model / num_heads:g} features"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.dropout = dropout
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def _check_inputs(self, query, key, value, mask) -> None:
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
+                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must have shape (B, positions, d_model={self.d_model}), got {got}")
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same number of positions m: key {_shape(key)}, value {_shape(value)}"
+            )
+        if not query.shape[0] == key.shape[0] == value.shape[0]:
+            raise ValueError(
+                f"query, key and value must have the same batch size B: "
+                f"query {_shape(query)}, key {_shape(key)}, value {_shape(value)}"
+            )
+        B, n, m = query.shape[0], query.shape[1], key.shape[1]
+        if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 4:
+            check_mask(mask, (B, self.num_heads, n, m))
+        else:
+            check_mask(mask, (B, n, m))
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend from ``query (B, n, d_model)`` to ``key, value (B, m, d_model)``.
+
+        ``mask`` is boolean, ``True`` = may attend, broadcastable to
+        ``(B, n, m)`` (the same for every head) or given per head as a 4-D
+        tensor broadcastable to ``(B, h, n, m)``.
+
+        Returns ``(output (B, n, d_model), weights (B, h, n, m))``. With
+        ``need_weights=False`` the heads run through PyTorch's fused
+        ``F.scaled_dot_product_attention`` (the fast training path) and
+        ``weights`` is ``None``.
+        """
+        self._check_inputs(query, key, value, mask)
+        B, n, m = query.shape[0], query.shape[1], key.shape[1]
+        h, d_k = self.num_heads, self.d_k
+
+        if query is key and key is value:
+            # Self-attention: one matmul against the three stacked weight
+            # matrices is faster than three (same maths, same parameters).
+            weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
+            bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+            q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)  # 3 x (B, n, d_model)
+        else:
+            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, n|m, d_model)
+
+        # Split d_model into h heads of d_k features; the transpose puts the
+        # head axis before the positions so each head is its own (n, d_k) matrix.
+        q = q.view(B, n, h, d_k).transpose(1, 2)  # (B, n, d_model) -> (B, h, n, d_k)
+        k = k.view(B, m, h, d_k).transpose(1, 2)  # (B, m, d_model) -> (B, h, m, d_k)
+        v = v.view(B, m, h, d_k).transpose(1, 2)  # (B, m, d_model) -> (B, h, m, d_k)
+
+        if mask is not None and mask.dim() < 4:
+            mask = mask.unsqueeze(-3)  # (B, n, m) -> (B, 1, n, m): the same for all heads
+
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, n, d_k), (B, h, n, m)
+            if dropout_p > 0.0:
+                heads = F.dropout(weights, dropout_p) @ v
+        else:
+            weights = None
+            empty_rows = None
+            if mask is not None:
+                # A query with no allowed key would make the fused kernel return
+                # NaN; let it attend everywhere, then zero its output below.
+                empty_rows = ~mask.any(dim=-1, keepdim=True)  # (..., n, 1)
+                mask = mask | empty_rows
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            if empty_rows is not None:
+                heads = heads.masked_fill(empty_rows, 0.0)
+
+        # Concatenate the heads back into d_model features, then mix them with W^O.
+        concat = heads.transpose(1, 2).reshape(B, n, self.d_model)  # (B, h, n, d_k) -> (B, n, d_model)
+        return self.w_o(concat), weights

@@ -1,0 +1,68 @@
+"""Re-execute notebooks in place, top to bottom, the way nbval will check them.
+
+Run from the repository root after changing a helper:
+
+    python scripts/execute_notebooks.py              # every notebook
+    python scripts/execute_notebooks.py notebooks/02_masking.ipynb
+
+Each notebook runs in a fresh kernel (this environment's Python) with the
+working directory set to its folder and one thread, as under `pytest`; stored
+outputs are replaced and metadata is reduced to what the notebook needs. Then
+look at `git diff --stat notebooks/` and run `pytest`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+KEEP_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+
+
+def clean(nb: nbformat.NotebookNode) -> None:
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in KEEP_NOTEBOOK_METADATA}
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    for cell in nb.cells:
+        cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "slideshow")}
+
+
+def execute(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+    )
+    start = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - start
+    clean(nb)
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+    return elapsed
+
+
+def main(argv: list[str]) -> None:
+    # Same settings as conftest.py, so stored outputs match what nbval recomputes.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    paths = [Path(a).resolve() for a in argv] or sorted(
+        p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
+    for path in paths:
+        elapsed = execute(path)
+        size = path.stat().st_size / 1e3
+        print(f"{path.relative_to(ROOT)}: {elapsed:.1f} s, {size:.0f} kB", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

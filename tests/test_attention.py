@@ -1,0 +1,368 @@
+"""Unit and property tests of helpers.attention against PyTorch's own attention."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
+from helpers.masks import causal_mask, padding_mask
+
+ATOL = 1e-5
+
+
+def random_mask(shape, generator, *, keep_one_per_row: bool) -> torch.Tensor:
+    mask = torch.rand(shape, generator=generator) < 0.6
+    if keep_one_per_row:
+        # Guarantee an allowed key in every row (PyTorch returns NaN otherwise).
+        first = torch.randint(shape[-1], shape[:-1], generator=generator)
+        mask.scatter_(-1, first.unsqueeze(-1), True)
+    return mask
+
+
+# --- scaled_dot_product_attention -----------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batch=st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    n=st.integers(1, 7),
+    m=st.integers(1, 7),
+    d_k=st.integers(1, 9),
+    d_v=st.integers(1, 9),
+    use_mask=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_sdpa_equals_pytorch(batch, n, m, d_k, d_v, use_mask, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(*batch, n, d_k, generator=g)
+    k = torch.randn(*batch, m, d_k, generator=g)
+    v = torch.randn(*batch, m, d_v, generator=g)
+    mask = random_mask((*batch, n, m), g, keep_one_per_row=True) if use_mask else None
+
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    assert out.shape == (*batch, n, d_v)
+    assert weights.shape == (*batch, n, m)
+    torch.testing.assert_close(out, expected, atol=ATOL, rtol=1e-4)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(*batch, n))
+    if mask is not None:
+        assert (weights[~mask] == 0).all(), "masked weights must be exactly zero"
+
+
+def test_sdpa_step_by_step_matches_eq1():
+    g = torch.Generator().manual_seed(1)
+    q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
+    manual = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(4), dim=-1) @ v
+    out, _ = scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(out, manual)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 6), m=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_sdpa_never_nan_for_any_mask(n, m, seed):
+    """Any mask at all, including rows with no allowed key: no NaN, masked rows are zero."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, n, 4, generator=g, requires_grad=True)
+    k = torch.randn(2, m, 4, generator=g, requires_grad=True)
+    v = torch.randn(2, m, 3, generator=g, requires_grad=True)
+    mask = random_mask((2, n, m), g, keep_one_per_row=False)
+
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    assert (weights[~mask] == 0).all()
+    empty = ~mask.any(-1)  # (2, n) queries with nothing to attend to
+    assert (weights[empty] == 0).all() and (out[empty] == 0).all()
+    torch.testing.assert_close(weights.sum(-1)[~empty], torch.ones(int((~empty).sum())))
+
+    (out.sum() + weights.pow(2).sum()).backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+
+
+def test_fully_masked_row_is_zero_with_finite_gradients():
+    q = torch.randn(1, 2, 4, requires_grad=True)
+    k = torch.randn(1, 3, 4, requires_grad=True)
+    v = torch.randn(1, 3, 4, requires_grad=True)
+    mask = torch.tensor([[[True, False, True], [False, False, False]]])
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert weights[0, 1].tolist() == [0.0, 0.0, 0.0]
+    assert out[0, 1].tolist() == [0.0] * 4
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.isfinite(k.grad).all() and torch.isfinite(v.grad).all()
+    assert q.grad[0, 1].abs().sum() == 0, "a query that attends to nothing gets no gradient"
+
+
+def test_sdpa_gradcheck_float64():
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 3, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 5, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 5, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    mask = torch.tensor([True, True, False, True, False]).expand(3, 5).clone()
+    mask[2] = False  # one fully masked query row
+    assert torch.autograd.gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, mask), (q, k, v))
+    assert torch.autograd.gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v), (q, k, v))
+
+
+def test_sdpa_broadcasts_mask_and_batch():
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 3, 5, 4, generator=g)
+    k = torch.randn(2, 3, 6, 4, generator=g)
+    v = torch.randn(2, 3, 6, 4, generator=g)
+    mask = padding_mask([4, 6]).unsqueeze(1)  # (2, 1, 1, 6)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    assert (weights[0, :, :, 4:] == 0).all()
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("q_shape", "k_shape", "v_shape", "mask", "message"),
+    [
+        ((2, 3, 4), (2, 5, 8), (2, 5, 4), None, r"same last dimension d_k.*\(2, 3, 4\).*\(2, 5, 8\)"),
+        ((2, 3, 4), (2, 5, 4), (2, 6, 4), None, r"same number of positions m.*\(2, 5, 4\).*\(2, 6, 4\)"),
+        ((2, 3, 4), (3, 5, 4), (3, 5, 4), None, r"batch.*do not broadcast"),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 4), torch.ones(4, 5, dtype=torch.bool), r"mask of shape \(4, 5\).*\(2, 3, 5\)"),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 4), torch.ones(3, 5), r"dtype torch.bool.*torch.float32"),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 4), torch.ones(2, 3, 5, dtype=torch.long), r"dtype torch.bool.*torch.int64"),
+        ((4,), (5, 4), (5, 4), None, r"at least 2 dimensions.*\(4,\)"),
+    ],
+)
+def test_sdpa_bad_input(q_shape, k_shape, v_shape, mask, message):
+    with pytest.raises(ValueError, match=message):
+        scaled_dot_product_attention(torch.randn(q_shape), torch.randn(k_shape), torch.randn(v_shape), mask)
+
+
+def test_mask_broadcasting_to_bigger_shape_is_rejected():
+    q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 4)
+    with pytest.raises(ValueError, match=r"\(2, 3, 5\) does not broadcast.*\(3, 5\)"):
+        scaled_dot_product_attention(q, k, v, torch.ones(2, 3, 5, dtype=torch.bool))
+
+
+# --- MultiHeadAttention ---------------------------------------------------------------------
+
+
+def copy_to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A torch.nn.MultiheadAttention holding exactly our weights."""
+    bias = mha.w_q.bias is not None
+    ref = nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=bias, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
+        ref.out_proj.weight.copy_(mha.w_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
+            ref.out_proj.bias.copy_(mha.w_o.bias)
+    return ref
+
+
+def torch_grads(ref: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
+    d = ref.embed_dim
+    w_q, w_k, w_v = ref.in_proj_weight.grad.split(d)
+    grads = {"w_q.weight": w_q, "w_k.weight": w_k, "w_v.weight": w_v, "w_o.weight": ref.out_proj.weight.grad}
+    if ref.in_proj_bias is not None:
+        b_q, b_k, b_v = ref.in_proj_bias.grad.split(d)
+        grads |= {"w_q.bias": b_q, "w_k.bias": b_k, "w_v.bias": b_v, "w_o.bias": ref.out_proj.bias.grad}
+    return grads
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    B=st.integers(1, 3),
+    n=st.integers(1, 6),
+    m=st.integers(1, 6),
+    heads_and_dk=st.sampled_from([(1, 4), (2, 3), (4, 2), (2, 8)]),
+    self_attention=st.booleans(),
+    mask_kind=st.sampled_from(["none", "padding", "causal", "random"]),
+    bias=st.booleans(),
+    need_weights=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_mha_equals_torch_with_gradients(B, n, m, heads_and_dk, self_attention, mask_kind, bias, need_weights, seed):
+    h, d_k = heads_and_dk
+    d_model = h * d_k
+    if self_attention:
+        m = n
+    torch.manual_seed(seed)
+    ours = MultiHeadAttention(d_model, h, bias=bias)
+    ref = copy_to_torch(ours)
+
+    x_q = torch.randn(B, n, d_model, requires_grad=True)
+    x_kv = x_q if self_attention else torch.randn(B, m, d_model, requires_grad=True)
+    g = torch.Generator().manual_seed(seed)
+    if mask_kind == "padding":
+        lengths = torch.randint(1, m + 1, (B,), generator=g)
+        mask = padding_mask(lengths, m)  # (B, 1, m)
+        ref_kwargs = {"key_padding_mask": ~mask[:, 0, :]}  # PyTorch: True = ignore
+    elif mask_kind == "causal" and self_attention:
+        mask = causal_mask(n)
+        ref_kwargs = {"attn_mask": ~mask}
+    elif mask_kind == "random":
+        mask = random_mask((B, n, m), g, keep_one_per_row=True)
+        ref_kwargs = {"attn_mask": (~mask).repeat_interleave(h, dim=0)}  # PyTorch wants (B*h, n, m)
+    else:
+        mask, ref_kwargs = None, {}
+
+    out, weights = ours(x_q, x_kv, x_kv, mask=mask, need_weights=need_weights)
+    ref_out, ref_weights = ref(x_q, x_kv, x_kv, need_weights=True, average_attn_weights=False, **ref_kwargs)
+
+    assert out.shape == (B, n, d_model)
+    torch.testing.assert_close(out, ref_out, atol=ATOL, rtol=1e-4)
+    if need_weights:
+        assert weights.shape == (B, h, n, m)
+        torch.testing.assert_close(weights, ref_weights, atol=ATOL, rtol=1e-4)
+    else:
+        assert weights is None
+
+    # Gradients of the same scalar loss through both modules.
+    upstream = torch.randn(B, n, d_model, generator=g)
+    ours_inputs = [x_q] if self_attention else [x_q, x_kv]
+    grads = torch.autograd.grad((out * upstream).sum(), [*ours_inputs, *ours.parameters()])
+    ref_grads = torch.autograd.grad((ref_out * upstream).sum(), [*ours_inputs, *ref.parameters()])
+    for ours_grad, ref_grad in zip(grads[: len(ours_inputs)], ref_grads[: len(ours_inputs)], strict=True):
+        torch.testing.assert_close(ours_grad, ref_grad, atol=1e-4, rtol=1e-4)
+    ref_params = dict(ref.named_parameters())
+    ref_param_grads = dict(zip(ref_params, ref_grads[len(ours_inputs) :], strict=True))
+    d = d_model
+    named_ours = dict(zip(dict(ours.named_parameters()), grads[len(ours_inputs) :], strict=True))
+    expected = {
+        "w_q.weight": ref_param_grads["in_proj_weight"][:d],
+        "w_k.weight": ref_param_grads["in_proj_weight"][d : 2 * d],
+        "w_v.weight": ref_param_grads["in_proj_weight"][2 * d :],
+        "w_o.weight": ref_param_grads["out_proj.weight"],
+    }
+    if bias:
+        expected |= {
+            "w_q.bias": ref_param_grads["in_proj_bias"][:d],
+            "w_k.bias": ref_param_grads["in_proj_bias"][d : 2 * d],
+            "w_v.bias": ref_param_grads["in_proj_bias"][2 * d :],
+            "w_o.bias": ref_param_grads["out_proj.bias"],
+        }
+    assert set(named_ours) == set(expected)
+    for name, grad in named_ours.items():
+        torch.testing.assert_close(grad, expected[name], atol=1e-4, rtol=1e-4, msg=lambda s, name=name: f"{name}: {s}")
+
+
+def test_mha_cross_attention_issue_shapes():
+    """The issue's example: batch 16, 10 queries, 20 keys, d_model 32."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 4)
+    ref = copy_to_torch(mha)
+    q, kv = torch.randn(16, 10, 32), torch.randn(16, 20, 32)
+    out, weights = mha(q, kv, kv)
+    ref_out, ref_weights = ref(q, kv, kv, average_attn_weights=False)
+    assert out.shape == (16, 10, 32) and weights.shape == (16, 4, 10, 20)
+    torch.testing.assert_close(out, ref_out, atol=ATOL, rtol=1e-4)
+    torch.testing.assert_close(weights, ref_weights, atol=ATOL, rtol=1e-4)
+
+
+def test_mha_fast_and_weights_paths_agree_and_never_nan():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    x = torch.randn(3, 5, 16, requires_grad=True)
+    mask = padding_mask([5, 2, 0], 5)  # the last sequence is all padding
+    slow, _ = mha(x, x, x, mask)
+    fast, none = mha(x, x, x, mask, need_weights=False)
+    assert none is None
+    torch.testing.assert_close(slow, fast, atol=ATOL, rtol=1e-4)
+    assert torch.isfinite(fast).all()
+    fast.sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
+def test_mha_per_head_mask():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    mask = torch.ones(1, 2, 3, 3, dtype=torch.bool)
+    mask[0, 1] = causal_mask(3)  # head 1 is causal, head 0 is not
+    _, weights = mha(x, x, x, mask)
+    future = ~causal_mask(3)
+    assert (weights[0, 1][future] == 0).all()
+    assert (weights[0, 0][future] > 0).all()
+
+
+def test_mha_gradcheck_float64():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(6, 2).double()
+    x = torch.randn(2, 3, 6, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(2, 4, 6, dtype=torch.float64, requires_grad=True)
+    mask = padding_mask([4, 2], 4)
+    assert torch.autograd.gradcheck(lambda x, y: mha(x, y, y, mask)[0], (x, y))
+    assert torch.autograd.gradcheck(lambda x, y: mha(x, y, y, mask, need_weights=False)[0], (x, y))
+
+
+def test_mha_dropout_only_in_training():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, dropout=0.5)
+    x = torch.randn(2, 4, 8)
+    mha.eval()
+    a, _ = mha(x, x, x)
+    b, _ = mha(x, x, x, need_weights=False)
+    torch.testing.assert_close(a, b, atol=ATOL, rtol=1e-4)
+    mha.train()
+    c, _ = mha(x, x, x)
+    assert not torch.allclose(a, c), "dropout must change the output in training mode"
+
+
+def test_mha_layer_names_and_parameter_count():
+    mha = MultiHeadAttention(512, 8)
+    names = {name for name, _ in mha.named_children()}
+    assert names == {"w_q", "w_k", "w_v", "w_o"}
+    assert all(isinstance(getattr(mha, name), nn.Linear) for name in names)
+    assert sum(p.numel() for p in mha.parameters()) == 4 * (512 * 512 + 512)
+    assert sum(p.numel() for p in MultiHeadAttention(512, 8, bias=False).parameters()) == 4 * 512 * 512
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"d_model": 10, "num_heads": 3}, r"d_model=10 is not divisible by num_heads=3"),
+        ({"d_model": 8, "num_heads": 0}, r"positive integers.*num_heads=0"),
+        ({"d_model": 8, "num_heads": 2, "dropout": 1.5}, r"dropout.*1.5"),
+    ],
+)
+def test_mha_bad_construction(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MultiHeadAttention(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("q_shape", "kv_shapes", "mask", "message"),
+    [
+        (
+            (2, 3, 7),
+            ((2, 4, 8), (2, 4, 8)),
+            None,
+            r"query must have shape \(B, positions, d_model=8\), got \(2, 3, 7\)",
+        ),
+        ((2, 3, 8), ((2, 4, 8), (2, 5, 8)), None, r"same number of positions m.*\(2, 4, 8\).*\(2, 5, 8\)"),
+        ((2, 3, 8), ((3, 4, 8), (3, 4, 8)), None, r"same batch size"),
+        ((3, 8), ((4, 8), (4, 8)), None, r"query must have shape .*got \(3, 8\)"),
+        (
+            (2, 3, 8),
+            ((2, 4, 8), (2, 4, 8)),
+            torch.ones(2, 3, 3, dtype=torch.bool),
+            r"\(2, 3, 3\) does not broadcast.*\(2, 3, 4\)",
+        ),
+        ((2, 3, 8), ((2, 4, 8), (2, 4, 8)), torch.ones(2, 3, 4), r"dtype torch.bool"),
+        (
+            (2, 3, 8),
+            ((2, 4, 8), (2, 4, 8)),
+            torch.ones(2, 3, 3, 4, dtype=torch.bool),
+            r"\(2, 3, 3, 4\).*\(2, 2, 3, 4\)",
+        ),
+    ],
+)
+def test_mha_bad_input(q_shape, kv_shapes, mask, message):
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=message):
+        mha(torch.randn(q_shape), torch.randn(kv_shapes[0]), torch.randn(kv_shapes[1]), mask)

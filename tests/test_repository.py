@@ -1,0 +1,86 @@
+"""Hygiene of the stored notebooks and of the code style.
+
+nbval only compares cells that were stored with an execution count, so a
+notebook committed without outputs would pass while checking nothing. These
+tests make that, stored errors, out-of-order runs, stray metadata and
+oversized notebooks fail loudly instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+MAX_BYTES = 1_000_000
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 1
+
+
+def _code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+def _meant_to_raise(cell) -> bool:
+    return "raises-exception" in cell.get("metadata", {}).get("tags", []) or "NBVAL_RAISES_EXCEPTION" in "".join(
+        cell["source"]
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_executed_and_clean(path: Path):
+    size = path.stat().st_size
+    assert size < MAX_BYTES, f"{path.name} is {size / 1e6:.2f} MB; keep each notebook under 1 MB"
+    nb = json.loads(path.read_text())
+    cells = _code_cells(nb)
+    counts = [c.get("execution_count") for c in cells]
+    assert None not in counts, f"{path.name}: {counts.count(None)} code cells stored unexecuted (nbval skips them)"
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: not run once top to bottom: {counts}"
+    for cell in cells:
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors or _meant_to_raise(cell), (
+            f"{path.name}: stored error in cell {''.join(cell['source'])[:60]!r}"
+        )
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            assert "image/svg+xml" not in data, f"{path.name}: SVG output (nbval compares SVG text; use PNG)"
+            assert "application/vnd.jupyter.widget-view+json" not in data, f"{path.name}: widget output"
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: stray metadata {set(nb['metadata'])}"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    text = path.read_text()
+    for pattern in (r"/work/", r"/home/", r"/root/", r"/tmp/", r"C:\\\\"):
+        assert not re.search(pattern, text), f"{path.name}: contains a machine path matching {pattern!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_has_no_sys_path_hacks(path: Path):
+    nb = json.loads(path.read_text())
+    for cell in _code_cells(nb):
+        assert "sys.path" not in "".join(cell["source"]), f"{path.name}: helpers must come from the installed package"
+
+
+def _ruff() -> list[str]:
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert exe, "ruff is pinned in requirements.txt; install it"
+    return [exe]
+
+
+def test_ruff_lint():
+    result = subprocess.run([*_ruff(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format():
+    result = subprocess.run(
+        [*_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, "run `ruff format .`\n" + result.stdout + result.stderr
