@@ -20,19 +20,9 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from helpers.attention import MultiHeadAttention
-
-
-def copy_to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    ref = nn.MultiheadAttention(mha.d_model, mha.num_heads, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
-        ref.out_proj.weight.copy_(mha.w_o.weight)
-        ref.out_proj.bias.copy_(mha.w_o.bias)
-    return ref
+from helpers.reference import torch_multihead_attention
 
 
 def time_once(step) -> float:
@@ -44,7 +34,7 @@ def time_once(step) -> float:
 def bench(B: int, n: int, d_model: int, heads: int, rounds: int) -> dict[str, float]:
     torch.manual_seed(0)
     ours = MultiHeadAttention(d_model, heads).train()
-    ref = copy_to_torch(ours).train()
+    ref = torch_multihead_attention(ours).train()
     x = torch.randn(B, n, d_model, requires_grad=True)
     d_k = d_model // heads
     q, k, v = (torch.randn(B, heads, n, d_k, requires_grad=True) for _ in range(3))

@@ -111,7 +111,7 @@ def plot_attention(
     if annotate is None:
         annotate = n <= 10 and m <= 10
     if figsize is None:
-        figsize = (min(1.2 + 0.42 * m, 9.0), min(0.9 + 0.36 * n, 8.0))
+        figsize = (min(2.2 + 0.55 * m, 10.0), min(1.4 + 0.45 * n, 8.0))
     fig, ax = plt.subplots(figsize=figsize, dpi=DPI, layout="constrained")
     image = _draw(ax, w, mk, query_labels, key_labels, title, annotate, vmax=1.0)
     ax.set_xlabel("key position $j$" if key_labels is None else "keys")

@@ -13,6 +13,7 @@ from torch import nn
 
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
 from helpers.masks import causal_mask, padding_mask
+from helpers.reference import torch_multihead_attention
 
 ATOL = 1e-5
 
@@ -151,29 +152,6 @@ def test_mask_broadcasting_to_bigger_shape_is_rejected():
 # --- MultiHeadAttention ---------------------------------------------------------------------
 
 
-def copy_to_torch(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """A torch.nn.MultiheadAttention holding exactly our weights."""
-    bias = mha.w_q.bias is not None
-    ref = nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=bias, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
-        ref.out_proj.weight.copy_(mha.w_o.weight)
-        if bias:
-            ref.in_proj_bias.copy_(torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
-            ref.out_proj.bias.copy_(mha.w_o.bias)
-    return ref
-
-
-def torch_grads(ref: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
-    d = ref.embed_dim
-    w_q, w_k, w_v = ref.in_proj_weight.grad.split(d)
-    grads = {"w_q.weight": w_q, "w_k.weight": w_k, "w_v.weight": w_v, "w_o.weight": ref.out_proj.weight.grad}
-    if ref.in_proj_bias is not None:
-        b_q, b_k, b_v = ref.in_proj_bias.grad.split(d)
-        grads |= {"w_q.bias": b_q, "w_k.bias": b_k, "w_v.bias": b_v, "w_o.bias": ref.out_proj.bias.grad}
-    return grads
-
-
 @settings(max_examples=25, deadline=None)
 @given(
     B=st.integers(1, 3),
@@ -193,7 +171,7 @@ def test_mha_equals_torch_with_gradients(B, n, m, heads_and_dk, self_attention, 
         m = n
     torch.manual_seed(seed)
     ours = MultiHeadAttention(d_model, h, bias=bias)
-    ref = copy_to_torch(ours)
+    ref = torch_multihead_attention(ours)
 
     x_q = torch.randn(B, n, d_model, requires_grad=True)
     x_kv = x_q if self_attention else torch.randn(B, m, d_model, requires_grad=True)
@@ -255,7 +233,7 @@ def test_mha_cross_attention_issue_shapes():
     """The issue's example: batch 16, 10 queries, 20 keys, d_model 32."""
     torch.manual_seed(0)
     mha = MultiHeadAttention(32, 4)
-    ref = copy_to_torch(mha)
+    ref = torch_multihead_attention(mha)
     q, kv = torch.randn(16, 10, 32), torch.randn(16, 20, 32)
     out, weights = mha(q, kv, kv)
     ref_out, ref_weights = ref(q, kv, kv, average_attn_weights=False)

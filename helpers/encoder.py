@@ -1,0 +1,165 @@
+"""The Transformer encoder: positional encoding, feed-forward network, encoder block and stack.
+
+Vaswani et al., 2017: §3.1 (encoder, residual connections, LayerNorm), §3.3 (Eq. 2,
+position-wise feed-forward), §3.4 (embeddings scaled by sqrt(d_model)), §3.5
+(sinusoidal positional encoding), §5.4 (residual dropout).
+
+Masks follow the series' convention: boolean, ``True`` = this query may attend to this key.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from helpers.attention import MultiHeadAttention
+
+__all__ = ["Encoder", "EncoderBlock", "FeedForward", "PositionalEncoding", "positional_encoding"]
+
+
+def _check_sequence(x, d_model: int, who: str) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{who} expects input of shape (B, n, d_model={d_model}), got {got}")
+
+
+def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """The sinusoidal table of §3.5, shape ``(max_len, d_model)``, float32.
+
+    ``PE[pos, 2i] = sin(pos / 10000^(2i / d_model))`` and
+    ``PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))``: each pair of
+    dimensions is a sine and a cosine of one frequency, with wavelengths from
+    ``2 pi`` (i = 0) towards ``10000 * 2 pi``.
+    """
+    if not isinstance(max_len, int) or max_len <= 0:
+        raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+    if not isinstance(d_model, int) or d_model <= 0 or d_model % 2 != 0:
+        raise ValueError(
+            f"d_model must be a positive even integer for sinusoidal encoding "
+            f"(one sine and one cosine per frequency), got {d_model!r}"
+        )
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,) the even dimensions 2i
+    angle = position / 10000.0 ** (two_i / d_model)  # (max_len, d_model/2)
+    pe = torch.empty(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.float()  # computed in float64, stored like the rest of the model
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the sinusoidal table to ``(B, n, d_model)`` inputs, then applies dropout (§3.5, §5.4)."""
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
+        super().__init__()
+        self.d_model = d_model
+        self.max_len = max_len
+        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_sequence(x, self.d_model, "PositionalEncoding")
+        n = x.shape[1]
+        if n > self.max_len:
+            raise ValueError(f"sequence length n={n} exceeds max_len={self.max_len} of this PositionalEncoding")
+        return self.dropout(x + self.pe[:n])  # (B, n, d_model) + (n, d_model)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position alike (§3.3, Eq. 2).
+
+    ``(B, n, d_model) -> (B, n, d_ff) -> (B, n, d_model)``. Dropout (if any)
+    sits after the ReLU, where ``nn.TransformerEncoderLayer`` puts it.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(torch.relu(self.linear1(x))))
+
+
+class EncoderBlock(nn.Module):
+    """One encoder layer: self-attention and feed-forward, each with a residual and LayerNorm (§3.1).
+
+    ``norm_first=False`` is the paper's post-norm, ``LayerNorm(x + Sublayer(x))``;
+    ``norm_first=True`` is pre-norm, ``x + Sublayer(LayerNorm(x))``, which is not
+    in the paper but trains more easily in deep stacks. Dropout is applied to
+    each sub-layer's output before the residual add (§5.4) and inside the
+    attention and feed-forward, as in ``nn.TransformerEncoderLayer``.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def _attend(self, x, mask, need_weights):
+        out, weights = self.self_attn(x, x, x, mask=mask, need_weights=need_weights)
+        return self.dropout1(out), weights
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x (B, n, d_model)`` -> ``(output (B, n, d_model), weights (B, h, n, n))``.
+
+        ``mask`` is boolean, ``True`` = may attend, broadcastable to ``(B, n, n)``
+        (for example ``helpers.masks.padding_mask(lengths)`` of shape ``(B, 1, n)``).
+        """
+        _check_sequence(x, self.d_model, "EncoderBlock")
+        if self.norm_first:
+            attended, weights = self._attend(self.norm1(x), mask, need_weights)
+            x = x + attended
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        else:
+            attended, weights = self._attend(x, mask, need_weights)
+            x = self.norm1(x + attended)
+            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
+        return x, weights
+
+
+class Encoder(nn.Module):
+    """A stack of ``num_layers`` encoder blocks (§3.1: N = 6 in the paper).
+
+    With ``norm_first=True`` a final LayerNorm follows the last block (pre-norm
+    blocks leave their output un-normalised); post-norm needs none.
+    ``forward`` returns the output and a list with each layer's attention
+    weights, ``(B, h, n, n)`` each.
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        if not isinstance(num_layers, int) or num_layers <= 0:
+            raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        self.layers = nn.ModuleList(
+            EncoderBlock(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first) for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else None
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True
+    ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+        all_weights = []
+        for layer in self.layers:
+            x, weights = layer(x, mask, need_weights=need_weights)
+            all_weights.append(weights)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, all_weights
