@@ -4,6 +4,8 @@ Modules:
     attention  scaled dot-product attention (Eq. 1) and multi-head attention (§3.2.2)
     masks      causal and padding masks (True = may attend)
     plotting   attention heatmaps that return matplotlib Figures
+    encoder    positional encoding (§3.5), feed-forward (§3.3), encoder block and stack (§3.1)
+    reference  PyTorch's own modules holding our weights, for equality checks
 """
 
 from __future__ import annotations

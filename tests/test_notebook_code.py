@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
+from helpers.encoder import EncoderBlock, positional_encoding
 from helpers.masks import padding_mask
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -81,7 +82,40 @@ def test_03_inline_multi_head_attention_equals_helpers():
     torch.testing.assert_close(ns["combine_heads"](heads), x)
 
 
-@pytest.mark.parametrize("name", ["01_scaled_dot_product_attention.ipynb", "03_multi_head_attention.ipynb"])
+def test_05_inline_positional_encoding_equals_helpers():
+    ns = inline_namespace("05_positional_encoding.ipynb")
+    for max_len, d_model in ((7, 2), (50, 16), (300, 64)):
+        torch.testing.assert_close(ns["sinusoidal_table"](max_len, d_model), positional_encoding(max_len, d_model))
+
+
+@pytest.mark.parametrize(("class_name", "norm_first"), [("InlineEncoderBlock", False), ("InlinePreNormBlock", True)])
+def test_06_inline_encoder_blocks_equal_helpers(class_name, norm_first):
+    ns = inline_namespace("06_encoder_block.ipynb")
+    torch.manual_seed(0)
+    ours = EncoderBlock(16, 4, 32, norm_first=norm_first)
+    inline = ns[class_name](16, 4, 32)
+    inline.load_state_dict(ours.state_dict())  # same names: self_attn, feed_forward.linear1/2, norm1/2
+    x = torch.randn(2, 5, 16)
+    mask = padding_mask([5, 3], 5)
+    out, weights = inline(x, mask)
+    ref_out, ref_weights = ours(x, mask)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(weights, ref_weights)
+    ff = ns["InlineFeedForward"](16, 32)
+    ff.load_state_dict(ours.feed_forward.state_dict())
+    torch.testing.assert_close(ff(x), ours.feed_forward(x))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "01_scaled_dot_product_attention.ipynb",
+        "02_masking.ipynb",
+        "03_multi_head_attention.ipynb",
+        "05_positional_encoding.ipynb",
+        "06_encoder_block.ipynb",
+    ],
+)
 def test_inline_cells_are_self_contained(name):
     """Tagged cells import what they use, so a reader can copy them out whole."""
     inline_namespace(name)
