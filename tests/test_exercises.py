@@ -1,0 +1,274 @@
+"""Every exercise checker accepts a correct answer and names each classic mistake, built here independently."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from helpers import exercises as ex
+from helpers.attention import MultiHeadAttention
+
+# --- answers written the way a reader would, right and wrong -----------------------------------
+
+
+def attention_right(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return w @ v, w
+
+
+def attention_dim1(q, k, v):
+    # The tutorial bug on (batch, n, m) scores: softmax(dim=1). For unbatched inputs dim=-2 is the same axis.
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = torch.softmax(scores, dim=1 if scores.dim() == 3 else -2)
+    return w @ v, w
+
+
+def attention_unscaled(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+    return w @ v, w
+
+
+def attention_by_d_k(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1], dim=-1)
+    return w @ v, w
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def returns_none(*args):
+    return None
+
+
+@pytest.mark.parametrize("checker", [ex.check_attention, ex.check_masked_attention, ex.check_causal_mask])
+def test_stubs_are_not_attempted_with_a_hint(checker):
+    for answer in (stub, returns_none):
+        verdict = checker(answer)
+        assert verdict.status == "not attempted" and "Hint:" in str(verdict)
+
+
+def test_attention_checker():
+    assert ex.check_attention(attention_right).passed
+    assert ex.check_attention(attention_unscaled).mistake == "no scaling"
+    assert ex.check_attention(attention_by_d_k).mistake == "scaled by d_k"
+    verdict = ex.check_attention(attention_dim1)
+    assert verdict.mistake == "softmax over queries"
+    assert "dim=-1" in str(verdict)
+
+
+def test_attention_checker_reports_shapes_and_errors():
+    def output_only(q, k, v):
+        return attention_right(q, k, v)[0]
+
+    verdict = ex.check_attention(output_only)
+    assert verdict.status == "failed" and "expected 2 returned value(s) (output, weights), got 1" in str(verdict)
+
+    def crashes(q, k, v):
+        return q @ k  # forgot the transpose
+
+    verdict = ex.check_attention(crashes)
+    assert verdict.status == "failed" and "RuntimeError" in verdict.message
+
+    def no_value_product(q, k, v):
+        w = attention_right(q, k, v)[1]
+        return w, w
+
+    verdict = ex.check_attention(no_value_product)
+    assert verdict.mistake is None and "expected shape (1, 3), got (1, 4)" in str(verdict)
+
+
+def test_padding_mask_checker():
+    def right(lengths, max_len):
+        return (torch.arange(max_len) < torch.as_tensor(lengths)[:, None]).unsqueeze(1)
+
+    assert ex.check_padding_mask(right).passed
+    assert ex.check_padding_mask(lambda lengths, m: ~right(lengths, m)).mistake == "mask inverted"
+    assert ex.check_padding_mask(lambda lengths, m: right(lengths, m)[:, 0]).mistake == "no query axis"
+
+    def off_by_one(lengths, max_len):
+        return (torch.arange(max_len) <= torch.as_tensor(lengths)[:, None]).unsqueeze(1)
+
+    assert ex.check_padding_mask(off_by_one).mistake == "off by one"
+    assert "j < length" in str(ex.check_padding_mask(off_by_one))
+
+
+def masked(q, k, v, mask, fill, zero):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = torch.softmax(scores.masked_fill(~mask, fill), dim=-1)
+    if zero:
+        w = w.masked_fill(~mask, 0.0)
+    return w @ v, w
+
+
+def test_masked_attention_checker():
+    fmin = torch.finfo(torch.float32).min
+    assert ex.check_masked_attention(lambda q, k, v, mask: masked(q, k, v, mask, fmin, True)).passed
+    inverted = ex.check_masked_attention(lambda q, k, v, mask: masked(q, k, v, ~mask, fmin, True))
+    assert inverted.mistake == "mask inverted"
+    with_inf = ex.check_masked_attention(lambda q, k, v, mask: masked(q, k, v, mask, -math.inf, False))
+    assert with_inf.mistake == "-inf fill gives NaN" and "NaN" in str(with_inf)
+    for fill in (-1e9, fmin):
+        uniform = ex.check_masked_attention(lambda q, k, v, mask, fill=fill: masked(q, k, v, mask, fill, False))
+        assert uniform.mistake == "uniform weights on a fully masked row", fill
+        assert 'case "a sequence of length 0' in uniform.message
+
+
+def split_right(x, h):
+    B, n, d = x.shape
+    return x.view(B, n, h, d // h).transpose(1, 2)
+
+
+def test_split_heads_checker():
+    assert ex.check_split_heads(split_right).passed
+
+    def no_transpose(x, h):
+        B, n, d = x.shape
+        return x.view(B, h, n, d // h)
+
+    verdict = ex.check_split_heads(no_transpose)
+    assert verdict.mistake == "view without transpose" and ".transpose(1, 2)" in str(verdict)
+
+    def interleaved(x, h):
+        B, n, d = x.shape
+        return x.view(B, n, d // h, h).permute(0, 3, 1, 2)
+
+    assert ex.check_split_heads(interleaved).mistake == "features interleaved"
+
+
+def test_combine_heads_checker():
+    def right(x):
+        B, h, n, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, n, h * d_k)
+
+    assert ex.check_combine_heads(right).passed
+    assert ex.check_combine_heads(lambda x: right(torch.flip(x, dims=[1]))).mistake == "heads in the wrong order"
+
+    def no_transpose(x):
+        B, h, n, d_k = x.shape
+        return x.reshape(B, n, h * d_k)
+
+    assert ex.check_combine_heads(no_transpose).mistake == "view without transpose"
+
+    def cat_reversed(x):
+        return torch.cat([x[:, i] for i in reversed(range(x.shape[1]))], dim=-1)
+
+    assert ex.check_combine_heads(cat_reversed).mistake == "heads in the wrong order"
+
+
+class ReaderMHA(nn.Module):
+    """A reader's multi-head attention, with switches for two classic mistakes."""
+
+    scale_by_d_model = False
+    transpose = True
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h, self.d_k = num_heads, d_model // num_heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def split(self, x):
+        B, n, _ = x.shape
+        if self.transpose:
+            return x.view(B, n, self.h, self.d_k).transpose(1, 2)
+        return x.view(B * self.h, -1, self.d_k).view(B, self.h, n, self.d_k)
+
+    def forward(self, query, key, value):
+        B, n, d_model = query.shape
+        q, k, v = self.split(self.w_q(query)), self.split(self.w_k(key)), self.split(self.w_v(value))
+        scale = math.sqrt(d_model if self.scale_by_d_model else self.d_k)
+        w = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1)
+        heads = w @ v
+        out = heads.transpose(1, 2).reshape(B, n, d_model) if self.transpose else heads.reshape(B, n, d_model)
+        return self.w_o(out), w
+
+
+def test_multi_head_attention_checker():
+    assert ex.check_multi_head_attention(ReaderMHA).passed
+    assert ex.check_multi_head_attention(MultiHeadAttention).passed
+
+    class ScaledByDModel(ReaderMHA):
+        scale_by_d_model = True
+
+    class NoTranspose(ReaderMHA):
+        transpose = False
+
+    verdict = ex.check_multi_head_attention(ScaledByDModel)
+    assert verdict.mistake == "scaled by sqrt(d_model)" and "too flat" in str(verdict)
+    assert ex.check_multi_head_attention(NoTranspose).mistake == "view without transpose"
+
+    class WrongNames(nn.Module):
+        def __init__(self, d_model, num_heads):
+            super().__init__()
+            self.query = nn.Linear(d_model, d_model)
+
+    verdict = ex.check_multi_head_attention(WrongNames)
+    assert verdict.status == "failed" and "w_q, w_k, w_v, w_o" in str(verdict)
+
+    class Stub(nn.Module):
+        def __init__(self, d_model, num_heads):
+            raise NotImplementedError
+
+    assert ex.check_multi_head_attention(Stub).status == "not attempted"
+
+
+def test_causal_mask_checker():
+    assert ex.check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril()).passed
+    future = ex.check_causal_mask(lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1))
+    assert future.mistake == "future instead of past" and "triu" in str(future)
+    assert ex.check_causal_mask(lambda n: torch.ones(n, n).tril().bool().tril(-1)).mistake == "diagonal excluded"
+    assert ex.check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).triu()).mistake == "upper triangle"
+    verdict = ex.check_causal_mask(lambda n: torch.ones(n, n).tril())
+    assert verdict.status == "failed" and "boolean" in str(verdict)
+
+
+def pe_reader(max_len, d_model, swap=False, use_i=False):
+    pe = torch.zeros(max_len, d_model)
+    for pos in range(max_len):
+        for i in range(d_model // 2):
+            angle = pos / 10000 ** ((i if use_i else 2 * i) / d_model)
+            pe[pos, 2 * i] = math.cos(angle) if swap else math.sin(angle)
+            pe[pos, 2 * i + 1] = math.sin(angle) if swap else math.cos(angle)
+    return pe
+
+
+def test_positional_encoding_checker():
+    assert ex.check_positional_encoding(pe_reader).passed
+    swapped = ex.check_positional_encoding(lambda L, d: pe_reader(L, d, swap=True))
+    assert swapped.mistake == "sin and cos swapped"
+    assert (
+        ex.check_positional_encoding(lambda L, d: pe_reader(L, d, use_i=True)).mistake
+        == "exponent uses i instead of 2i"
+    )
+
+
+def post_norm(x, mask, attention, ff, norm1, norm2):
+    x = norm1(x + attention(x, mask))
+    return norm2(x + ff(x))
+
+
+def pre_norm(x, mask, attention, ff, norm1, norm2):
+    x = x + attention(norm1(x), mask)
+    return x + ff(norm2(x))
+
+
+def test_encoder_block_checkers():
+    assert ex.check_encoder_block(post_norm).passed
+    assert ex.check_encoder_block(pre_norm, norm_first=True).passed
+    assert ex.check_encoder_block(pre_norm).mistake == "post-norm and pre-norm swapped"
+    assert ex.check_encoder_block(post_norm, norm_first=True).mistake == "post-norm and pre-norm swapped"
+
+    def no_residual(x, mask, attention, ff, norm1, norm2):
+        return norm2(ff(norm1(attention(x, mask))))
+
+    assert ex.check_encoder_block(no_residual).mistake == "no residual"
+    assert ex.check_encoder_block(stub).status == "not attempted"
+
+
+def test_verdict_displays_as_text():
+    verdict = ex.check_causal_mask(stub)
+    assert repr(verdict) == str(verdict)
+    assert str(verdict).startswith("Exercise 04.1 causal mask: not attempted yet.")
