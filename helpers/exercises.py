@@ -148,8 +148,20 @@ def _check(
     answers = []
     for case in cases:
         try:
-            actual = answer(*case.args)
-        except NotImplementedError:
+            with torch.random.fork_rng():  # the reader's code may draw random numbers; keep their state
+                actual = answer(*case.args)
+        except NotImplementedError as error:
+            if 'missing the required "forward" function' in str(error):
+                return Verdict(
+                    exercise,
+                    FAILED,
+                    f'case "{case.name}": your module has no forward method.',
+                    "forward misspelled",
+                    [
+                        "Likely mistake: the method is not spelled exactly `forward` (e.g. `forwad`), so nn.Module "
+                        "falls back to its own forward, which raises NotImplementedError."
+                    ],
+                )
             return Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
         except Exception as error:  # the reader's code raised: show it, do not crash the notebook
             return Verdict(
@@ -200,12 +212,18 @@ def _attention_variant(query, key, value, *, dim=-1, scale=None):
     return weights @ value, weights
 
 
+SOFTMAX_AXIS = (
+    "softmax over the wrong axis (dim=1 or dim=-2) instead of the key axis (dim=-1): on (batch, n, m) scores "
+    "the columns of your weights sum to 1, the rows must. dim=-1 is right for any number of leading axes."
+)
+
 ATTENTION_MISTAKES = [
+    _Mistake("softmax over queries", lambda q, k, v: _attention_variant(q, k, v, dim=-2), SOFTMAX_AXIS),
+    _Mistake("softmax over queries", lambda q, k, v: _attention_variant(q, k, v, dim=1), SOFTMAX_AXIS),
     _Mistake(
-        "softmax over queries",
-        lambda q, k, v: _attention_variant(q, k, v, dim=-2),
-        "softmax over the query axis (dim=-2 or dim=1) instead of the key axis (dim=-1): "
-        "the columns of your weights sum to 1, the rows must.",
+        "outputs swapped",
+        lambda q, k, v: _attention_variant(q, k, v)[::-1],
+        "the two results are returned in the wrong order: return (output, weights).",
     ),
     _Mistake(
         "no scaling",
@@ -223,8 +241,8 @@ ATTENTION_MISTAKES = [
 def check_attention(attention: Callable) -> Verdict:
     """Exercise 01.1: ``attention(query, key, value) -> (output, weights)``, Eq. 1 without a mask."""
     cases = [
-        _Case("one query, 4 keys, d_k=2", _qkv(0, (), 1, 4, 2, 3)),
         _Case("3 queries, 5 keys, d_k=16", _qkv(1, (), 3, 5, 16, 4)),
+        _Case("batch of 2, 4 queries, 4 keys, d_k=2", _qkv(0, (2,), 4, 4, 2, 3)),
         _Case("batch of 2 x 3 heads, 4 queries, 6 keys, d_k=8", _qkv(2, (2, 3), 4, 6, 8, 5)),
     ]
     return _check(
@@ -307,6 +325,11 @@ def _masked_cases():
 
 
 MASKED_ATTENTION_MISTAKES = [
+    _Mistake(
+        "outputs swapped",
+        lambda q, k, v, mask: _masked_variant(q, k, v, mask)[::-1],
+        "the two results are returned in the wrong order: return (output, weights).",
+    ),
     _Mistake(
         "mask inverted",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask, invert=True),
@@ -391,7 +414,8 @@ def check_split_heads(split_heads: Callable) -> Verdict:
         _split_reference,
         cases,
         SPLIT_MISTAKES,
-        "x.view(B, n, num_heads, d_k) then .transpose(1, 2); d_k = d_model // num_heads.",
+        "first give the features their own head axis, (B, n, h, d_k) with d_k = d_model // num_heads (view or "
+        "unflatten), then swap the position and head axes (transpose(1, 2)).",
     )
 
 
@@ -468,14 +492,16 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     hint = (
         "project with w_q, w_k, w_v; split heads (view + transpose); attention per head with sqrt(d_k); combine; w_o."
     )
-    torch.manual_seed(8)
-    reference = MultiHeadAttention(12, 3)
+    with torch.random.fork_rng():  # leave the reader's random state alone
+        torch.manual_seed(8)
+        reference = MultiHeadAttention(12, 3)
     try:
-        answer = module_class(12, 3)
+        with torch.random.fork_rng():
+            answer = module_class(12, 3)
     except NotImplementedError:
         return Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
     except Exception as error:
-        return Verdict(exercise, FAILED, f"MultiHeadAttention(12, 3) raised {type(error).__name__}: {error}")
+        return Verdict(exercise, FAILED, f"{module_class.__name__}(12, 3) raised {type(error).__name__}: {error}")
     try:
         answer.load_state_dict(reference.state_dict())
     except Exception as error:
@@ -537,7 +563,8 @@ def check_causal_mask(make_causal_mask: Callable) -> Verdict:
         causal_mask,
         cases,
         mistakes,
-        "torch.ones(n, n, dtype=torch.bool).tril(): row i (a query) has True in columns j <= i.",
+        "row i is a query and may see the keys j <= i: which triangle of an (n, n) boolean matrix is that, "
+        "diagonal included? (torch.tril keeps one triangle.)",
     )
 
 
@@ -568,6 +595,14 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
             "exponent uses i instead of 2i",
             lambda max_len, d_model: _pe_variant(max_len, d_model, exponent_dim=True),
             "the exponent is i / d_model; the paper's is 2i / d_model, where 2i is the even dimension index.",
+        ),
+        _Mistake(
+            "sines and cosines in halves",
+            lambda max_len, d_model: torch.cat(
+                [_pe_variant(max_len, d_model)[:, 0::2], _pe_variant(max_len, d_model)[:, 1::2]], dim=-1
+            ),
+            "all sines come first and all cosines after (torch.cat); the paper interleaves them: sine in dimension "
+            "2i, cosine of the same frequency in dimension 2i + 1 (pe[:, 0::2] and pe[:, 1::2]).",
         ),
     ]
     return _check(
@@ -607,8 +642,13 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
     three are modules. With ``norm_first=False`` the answer must be the paper's
     post-norm layer (§3.1), with ``True`` the pre-norm one.
     """
-    torch.manual_seed(10)
-    block = EncoderBlock(16, 4, 32, norm_first=norm_first).eval()
+    with torch.random.fork_rng():  # leave the reader's random state alone
+        torch.manual_seed(10)
+        block = EncoderBlock(16, 4, 32, norm_first=norm_first).eval()
+        with torch.no_grad():  # distinct gains and biases, so swapping norm1 and norm2 shows
+            for norm in (block.norm1, block.norm2):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.normal_(0.0, 0.5)
     parts = _block_parts(block)
     g = _generator(11)
     cases = [
@@ -623,6 +663,16 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
             "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's post-norm is LayerNorm(x + Sublayer(x))."
             if not norm_first
             else "this is the post-norm block, LayerNorm(x + Sublayer(x)); pre-norm is x + Sublayer(LayerNorm(x)).",
+        ),
+        _Mistake(
+            "mask ignored",
+            lambda x, mask, *parts: reference(x, None, *parts),
+            "the mask is not passed on to attention(x, mask), so padded keys still receive attention.",
+        ),
+        _Mistake(
+            "norm1 and norm2 swapped",
+            lambda x, mask, a, f, n1, n2: reference(x, mask, a, f, n2, n1),
+            "norm1 belongs to the attention sub-layer and norm2 to the feed-forward one; yours are swapped.",
         ),
         _Mistake(
             "no residual",

@@ -91,6 +91,7 @@ def plot_attention(
     title: str | None = None,
     annotate: bool | None = None,
     figsize: tuple[float, float] | None = None,
+    vmax: float | None = 1.0,
 ) -> Figure:
     """Heatmap of one ``(n, m)`` weight matrix: queries down, keys across.
 
@@ -102,6 +103,8 @@ def plot_attention(
         title: optional title.
         annotate: write each weight in its cell (default: when n, m <= 10).
         figsize: figure size in inches (default scales with the matrix).
+        vmax: top of the colour scale (default 1, the largest possible weight;
+            ``None`` uses the largest weight shown, for nearly uniform maps).
     """
     w = _as_numpy(weights, "weights", 2)
     n, m = w.shape
@@ -113,14 +116,18 @@ def plot_attention(
     if figsize is None:
         figsize = (min(2.2 + 0.55 * m, 10.0), min(1.4 + 0.45 * n, 8.0))
     fig, ax = plt.subplots(figsize=figsize, dpi=DPI, layout="constrained")
-    image = _draw(ax, w, mk, query_labels, key_labels, title, annotate, vmax=1.0)
+    image = _draw(ax, w, mk, query_labels, key_labels, title, annotate, vmax=_top(w, vmax))
     ax.set_xlabel("key position $j$" if key_labels is None else "keys")
     ax.set_ylabel("query position $i$" if query_labels is None else "queries")
     fig.colorbar(image, ax=ax, label="weight")
     return fig
 
 
-def _grid(weights: np.ndarray, row_titles, mask, query_labels, key_labels, title, cell_size) -> Figure:
+def _top(weights: np.ndarray, vmax: float | None) -> float:
+    return float(np.nanmax(weights)) if vmax is None else vmax
+
+
+def _grid(weights: np.ndarray, row_titles, mask, query_labels, key_labels, title, cell_size, vmax=1.0) -> Figure:
     """Draw a (rows, cols, n, m) array of heatmaps with one shared colour bar."""
     rows, cols, n, m = weights.shape
     mk = _mask_numpy(mask, (n, m)) if mask is not None else None
@@ -139,7 +146,9 @@ def _grid(weights: np.ndarray, row_titles, mask, query_labels, key_labels, title
         for c in range(cols):
             ax = axes[r, c]
             sub = f"{row_titles[r]}head {c}" if row_titles else f"head {c}"
-            image = _draw(ax, weights[r, c], mk, query_labels, key_labels, sub, annotate=False, vmax=1.0)
+            image = _draw(
+                ax, weights[r, c], mk, query_labels, key_labels, sub, annotate=False, vmax=_top(weights, vmax)
+            )
             if c > 0:
                 ax.tick_params(axis="y", labelleft=False)
             if r < rows - 1:
@@ -158,11 +167,15 @@ def plot_heads(
     title: str | None = None,
     cols: int | None = None,
     cell_size: float = 2.2,
+    titles: Sequence[str] | None = None,
+    vmax: float | None = 1.0,
 ) -> Figure:
     """A grid of heatmaps, one per head, from ``weights (h, n, m)``.
 
     ``mask`` broadcastable to ``(n, m)`` is drawn the same way in every head.
     Heads are laid out ``cols`` per row (default: all in one row up to 4).
+    ``titles`` replaces the panel titles "head 0", "head 1", ...; ``vmax`` as
+    in :func:`plot_attention`.
     """
     w = _as_numpy(weights, "weights", 3)
     h, n, m = w.shape
@@ -170,12 +183,14 @@ def plot_heads(
     rows = -(-h // cols)
     padded = np.full((rows * cols, n, m), np.nan)
     padded[:h] = w
-    fig = _grid(padded.reshape(rows, cols, n, m), None, mask, query_labels, key_labels, title, cell_size)
+    if titles is not None and len(titles) != h:
+        raise ValueError(f"titles has {len(titles)} entries but the weights have {h} heads")
+    fig = _grid(padded.reshape(rows, cols, n, m), None, mask, query_labels, key_labels, title, cell_size, vmax)
     for index, ax in enumerate(fig.axes[: rows * cols]):
         if index >= h:
             ax.set_visible(False)
         else:
-            ax.set_title(f"head {index}", fontsize=9)
+            ax.set_title(titles[index] if titles is not None else f"head {index}", fontsize=9)
     return fig
 
 
@@ -186,6 +201,7 @@ def plot_layers_heads(
     mask=None,
     title: str | None = None,
     cell_size: float = 1.8,
+    vmax: float | None = 1.0,
 ) -> Figure:
     """A layers x heads grid of heatmaps from ``weights (L, h, n, m)``.
 
@@ -196,4 +212,4 @@ def plot_layers_heads(
         weights = torch.stack([torch.as_tensor(w) for w in weights])
     w = _as_numpy(weights, "weights", 4)
     layers = w.shape[0]
-    return _grid(w, [f"layer {i}, " for i in range(layers)], mask, query_labels, key_labels, title, cell_size)
+    return _grid(w, [f"layer {i}, " for i in range(layers)], mask, query_labels, key_labels, title, cell_size, vmax)

@@ -20,9 +20,13 @@ def attention_right(q, k, v):
 
 
 def attention_dim1(q, k, v):
-    # The tutorial bug on (batch, n, m) scores: softmax(dim=1). For unbatched inputs dim=-2 is the same axis.
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    w = torch.softmax(scores, dim=1 if scores.dim() == 3 else -2)
+    # The tutorial bug, written for (batch, n, m) scores: softmax(dim=1). It happens to be right for 2-D input.
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=1)
+    return w @ v, w
+
+
+def attention_dim_minus2(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
     return w @ v, w
 
 
@@ -55,15 +59,17 @@ def test_attention_checker():
     assert ex.check_attention(attention_right).passed
     assert ex.check_attention(attention_unscaled).mistake == "no scaling"
     assert ex.check_attention(attention_by_d_k).mistake == "scaled by d_k"
-    verdict = ex.check_attention(attention_dim1)
-    assert verdict.mistake == "softmax over queries"
-    assert "dim=-1" in str(verdict)
+    for wrong_axis in (attention_dim1, attention_dim_minus2):
+        verdict = ex.check_attention(wrong_axis)
+        assert verdict.mistake == "softmax over queries"
+        assert "dim=-1" in str(verdict)
 
 
 def test_attention_checker_reports_shapes_and_errors():
     def output_only(q, k, v):
         return attention_right(q, k, v)[0]
 
+    assert ex.check_attention(lambda q, k, v: attention_right(q, k, v)[::-1]).mistake == "outputs swapped"
     verdict = ex.check_attention(output_only)
     assert verdict.status == "failed" and "expected 2 returned value(s) (output, weights), got 1" in str(verdict)
 
@@ -78,7 +84,7 @@ def test_attention_checker_reports_shapes_and_errors():
         return w, w
 
     verdict = ex.check_attention(no_value_product)
-    assert verdict.mistake is None and "expected shape (1, 3), got (1, 4)" in str(verdict)
+    assert verdict.mistake is None and "expected shape (3, 4), got (3, 5)" in str(verdict)
 
 
 def test_padding_mask_checker():
@@ -208,6 +214,17 @@ def test_multi_head_attention_checker():
     verdict = ex.check_multi_head_attention(WrongNames)
     assert verdict.status == "failed" and "w_q, w_k, w_v, w_o" in str(verdict)
 
+    class Misspelled(nn.Module):
+        def __init__(self, d_model, num_heads):
+            super().__init__()
+            self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+        def forwad(self, query, key, value):  # the typo: nn.Module's own forward raises NotImplementedError
+            return self.w_o(query), None
+
+    verdict = ex.check_multi_head_attention(Misspelled)
+    assert verdict.status == "failed" and verdict.mistake == "forward misspelled"
+
     class Stub(nn.Module):
         def __init__(self, d_model, num_heads):
             raise NotImplementedError
@@ -265,7 +282,31 @@ def test_encoder_block_checkers():
         return norm2(ff(norm1(attention(x, mask))))
 
     assert ex.check_encoder_block(no_residual).mistake == "no residual"
+
+    def no_mask(x, mask, attention, ff, norm1, norm2):
+        return post_norm(x, None, attention, ff, norm1, norm2)
+
+    assert ex.check_encoder_block(no_mask).mistake == "mask ignored"
+
+    def same_norm(x, mask, attention, ff, norm1, norm2):
+        return post_norm(x, mask, attention, ff, norm1, norm1)
+
+    assert ex.check_encoder_block(same_norm).status == "failed"
+
+    def norms_swapped(x, mask, attention, ff, norm1, norm2):
+        return post_norm(x, mask, attention, ff, norm2, norm1)
+
+    assert ex.check_encoder_block(norms_swapped).mistake == "norm1 and norm2 swapped"
     assert ex.check_encoder_block(stub).status == "not attempted"
+
+
+def test_checkers_leave_the_readers_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    ex.check_multi_head_attention(ReaderMHA)
+    ex.check_encoder_block(post_norm)
+    torch.testing.assert_close(torch.rand(3), expected)
 
 
 def test_verdict_displays_as_text():

@@ -98,6 +98,16 @@ def test_plot_heads_grid():
     assert [ax.get_title() for ax in visible] == [f"head {i}" for i in range(6)]
 
 
+def test_plot_heads_titles_and_colour_scale():
+    weights = torch.full((2, 3, 3), 0.2)
+    fig = plot_heads(weights, titles=["first", "second"], vmax=None)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["first", "second"]
+    assert fig.axes[0].get_images()[0].get_clim() == pytest.approx((0.0, 0.2))
+    assert plot_attention(weights[0]).axes[0].get_images()[0].get_clim() == (0.0, 1.0)
+    with pytest.raises(ValueError, match=r"titles has 1 entries.*2 heads"):
+        plot_heads(weights, titles=["one"])
+
+
 def test_plot_layers_heads_grid():
     fig = plot_layers_heads([torch.rand(2, 3, 3) for _ in range(3)], query_labels=list("abc"), key_labels=list("abc"))
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]

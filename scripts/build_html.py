@@ -1,0 +1,277 @@
+"""Build a static HTML version of every notebook, plus an index page, that reads offline.
+
+Run from the repository root, in the project's environment:
+
+    python scripts/build_html.py                # -> build/html/index.html
+    python scripts/build_html.py --out DIR      # somewhere else
+
+The pages show the outputs stored in the notebooks (nothing is executed, so this takes seconds).
+Everything a page needs is in the output folder, laid out like the repository: figures are
+embedded as data URIs, the diagrams a notebook shows (``../img/x.svg``) and any other repository
+file it links are copied next to the pages, and equations are typeset by a local copy of
+MathJax 3 (from the pinned django-static-mathjax package, which is only MathJax's own files)
+instead of nbconvert's default CDN.
+No page loads anything from the network. Links between notebooks (``02_masking.ipynb``) point to
+their HTML pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import mathjax  # the django-static-mathjax package: MathJax's own distribution files, nothing else
+import nbformat
+from jinja2 import DictLoader
+from nbconvert import HTMLExporter
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "build" / "html"
+MATHJAX_ES5 = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+MATHJAX_DIR = "mathjax"  # inside the output folder
+SECTION_NAMES = {"notebooks": "Notebooks", "notebooks/solutions": "Solutions"}
+
+# MathJax 3's TeX-to-SVG bundle: glyphs are drawn as SVG paths from the script itself, so no web font
+# is fetched (browsers refuse fonts from file:// pages). Delimiters and settings as in JupyterLab
+# and nbconvert. The a11y, sre and ui folders are what the MathJax menu loads on demand.
+MATHJAX_FILES = ("tex-svg-full.js", "a11y", "sre", "ui")
+MATHJAX_HEAD = (
+    """<script>
+window.MathJax = {
+  tex: {
+    inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]],
+    displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
+    processEscapes: true,
+    processEnvironments: true,
+    tags: "ams"
+  },
+  svg: {fontCache: "global"}
+};
+</script>
+<script src="{prefix}"""
+    + MATHJAX_DIR
+    + """/tex-svg-full.js"></script>"""
+)
+
+SITE_CSS = """<style>
+.site-nav { max-width: 1100px; margin: 0.5em auto; padding: 0.4em 1em; font-family: var(--jp-ui-font-family, sans-serif);
+  font-size: 14px; display: flex; justify-content: space-between; gap: 1em; border-bottom: 1px solid #ddd; }
+.site-nav a { text-decoration: none; }
+</style>"""
+
+# nbconvert's JupyterLab template, minus everything it would fetch from a CDN: require.js (only
+# needed by widgets and JavaScript outputs, which these notebooks do not have), MathJax (replaced
+# by the local copy) and Mermaid (no diagrams of that kind here). Code input is Pygments' already
+# escaped HTML, so the template's bleach pass over it (two thirds of the build time) is skipped.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{{ resources.site_mathjax }}{{ resources.site_css }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block input -%}
+<div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
+<div class="cm-editor cm-s-jupyter">
+{{ cell.source | highlight_code(metadata=cell.metadata) }}
+</div>
+</div>
+{%- endblock input -%}
+{%- block body_header -%}{{ super() }}{{ resources.site_nav }}{%- endblock body_header -%}
+{%- block body_footer -%}{{ resources.site_nav }}{{ super() }}{%- endblock body_footer -%}
+"""
+
+INDEX = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>{title}</title>
+{mathjax}
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 52em; margin: 2em auto;
+  padding: 0 1em; line-height: 1.5; color: #222; }}
+h1 {{ font-size: 1.8em; }}
+li.notebook {{ margin: 0.8em 0; }}
+li.notebook > a {{ font-size: 1.15em; font-weight: 600; }}
+ul.sections {{ margin: 0.2em 0; font-size: 0.95em; }}
+a {{ color: #1a5fb4; text-decoration: none; }}
+a:hover {{ text-decoration: underline; }}
+.note {{ color: #555; font-size: 0.9em; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p class="note">A static copy of the notebooks with their stored outputs, readable without Jupyter and offline.
+To run the code, open the notebooks in JupyterLab (see the README).</p>
+{sections}
+</body>
+</html>
+"""
+
+
+def notebook_paths(root: Path = ROOT) -> list[Path]:
+    return sorted(p for p in (root / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
+    """The text of the notebook's first markdown heading, without markdown emphasis."""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        match = re.search(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", cell.source, re.MULTILINE)
+        if match:
+            return re.sub(r"\*\*|__|`", "", match.group(1)).strip()
+    return fallback
+
+
+def _strip_tags(fragment: str) -> str:
+    return re.sub(r"<[^>]+>", "", fragment).strip()
+
+
+def section_headings(page: str) -> list[tuple[str, str]]:
+    """(id, text) of each second-level heading in a built page, text still HTML-escaped."""
+    headings = re.finditer(r'<h2 id="([^"]+)">(.*?)</h2>', page, re.S)
+    return [(m.group(1), _strip_tags(re.sub(r'<a class="anchor-link".*?</a>', "", m.group(2)))) for m in headings]
+
+
+def _link_notebooks_to_pages(page: str) -> str:
+    """Relative links to notebooks (``02_masking.ipynb#x``) point to their HTML pages instead."""
+    return re.sub(r'href="(?![a-zA-Z][a-zA-Z0-9+.-]*:|/|#)([^"#]*?)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', page)
+
+
+def _copy_referenced_files(page: str, notebook: Path, root: Path, out: Path) -> list[str]:
+    """Copy the repository files a page points to (``../img/x.svg``) to the same place in the site.
+
+    Pages sit where their notebooks sit, so relative links keep working. Returns the links that
+    point to nothing in the repository.
+    """
+    missing = []
+    for url in re.findall(r'<(?:img|a)\b[^>]*?\s(?:src|href)="([^"]*)"', page):
+        if not url or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^/|^#", url):
+            continue
+        relative = unquote(urlsplit(url).path)
+        source = (notebook.parent / relative).resolve()
+        if relative.endswith(".html") and (source.with_suffix(".ipynb").is_file() or source == root / "index.html"):
+            continue  # a notebook's page, or the index
+        if not (source.is_file() and source.is_relative_to(root)):
+            missing.append(url)
+            continue
+        target = out / source.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return missing
+
+
+def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None]) -> str:
+    links = [f'<a href="{prefix}index.html">Contents</a>']
+    for arrow, neighbour in zip(("&larr; ", ""), neighbours, strict=True):
+        if neighbour is None:
+            links.append("<span></span>")
+            continue
+        target, title = neighbour
+        href = Path(os.path.relpath(target, here.parent)).as_posix()
+        text = f"{arrow}{html.escape(title)}" if arrow else f"{html.escape(title)} &rarr;"
+        links.append(f'<a href="{href}">{text}</a>')
+    return f'<nav class="site-nav">{"".join(links)}</nav>'
+
+
+def copy_mathjax(out: Path) -> None:
+    """Copy the local MathJax 3 (the files MATHJAX_HEAD loads, and its licence) to out/mathjax/, afresh."""
+    shutil.rmtree(out / MATHJAX_DIR, ignore_errors=True)
+    for name in MATHJAX_FILES:
+        source = MATHJAX_ES5 / name
+        if source.is_dir():
+            shutil.copytree(source, out / MATHJAX_DIR / name)
+        else:
+            (out / MATHJAX_DIR).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out / MATHJAX_DIR / name)
+    shutil.copyfile(MATHJAX_ES5.parent / "LICENSE", out / MATHJAX_DIR / "LICENSE")
+
+
+def build(out: Path, root: Path = ROOT) -> list[Path]:
+    """Write out/index.html, one page per notebook (same folders as in the repository) and out/mathjax/."""
+    paths = notebook_paths(root)
+    if not paths:
+        raise SystemExit(f"no notebooks under {root / 'notebooks'}")
+    out.mkdir(parents=True, exist_ok=True)
+    copy_mathjax(out)
+
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"offline.html.j2": TEMPLATE})],
+        template_file="offline.html.j2",
+    )
+    notebooks = [(path, nbformat.read(path, as_version=4)) for path in paths]
+    targets = [out / path.relative_to(root).with_suffix(".html") for path in paths]
+    titles = [notebook_title(nb, path.stem) for path, nb in notebooks]
+    for stale in (out / "notebooks").rglob("*.html") if (out / "notebooks").is_dir() else []:
+        if stale not in targets:  # the page of a notebook that is gone
+            stale.unlink()
+    toc: dict[str, list[str]] = {}
+    for i, ((path, nb), target) in enumerate(zip(notebooks, targets, strict=True)):
+        rel = path.relative_to(root)
+        prefix = "../" * (len(rel.parts) - 1)
+        same_folder = [j for j in range(len(paths)) if paths[j].parent == path.parent]
+        position = same_folder.index(i)
+        neighbours = []  # previous and next notebook in the same folder
+        for step in (-1, 1):
+            j = position + step
+            neighbours.append((targets[same_folder[j]], titles[same_folder[j]]) if 0 <= j < len(same_folder) else None)
+        resources = {
+            "metadata": {"name": titles[i], "path": str(path.parent)},
+            "site_mathjax": MATHJAX_HEAD.replace("{prefix}", prefix),
+            "site_css": SITE_CSS,
+            "site_nav": _nav(prefix, target, neighbours),
+        }
+        page, _ = exporter.from_notebook_node(nb, resources=resources)
+        page = _link_notebooks_to_pages(page)
+        for url in _copy_referenced_files(page, path, root, out):
+            print(f"warning: {rel} links {url}, which is not a file in the repository", file=sys.stderr)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page, encoding="utf-8")
+
+        href = target.relative_to(out).as_posix()
+        items = "".join(f'<li><a href="{href}#{anchor}">{text}</a></li>' for anchor, text in section_headings(page))
+        entry = f'<li class="notebook"><a href="{href}">{html.escape(titles[i])}</a>'
+        entry += f'<ul class="sections">{items}</ul></li>' if items else "</li>"
+        toc.setdefault(rel.parent.as_posix(), []).append(entry)
+
+    sections = "\n".join(
+        f"<h2>{html.escape(SECTION_NAMES.get(folder, folder))}</h2>\n<ul>\n" + "\n".join(entries) + "\n</ul>"
+        for folder, entries in toc.items()
+    )
+    (out / "index.html").write_text(
+        INDEX.format(
+            title=html.escape(_site_title(root)), mathjax=MATHJAX_HEAD.replace("{prefix}", ""), sections=sections
+        ),
+        encoding="utf-8",
+    )
+    return targets
+
+
+def _site_title(root: Path) -> str:
+    readme = root / "README.md"
+    if readme.is_file():
+        match = re.search(r"^#\s+(.+?)\s*$", readme.read_text(encoding="utf-8"), re.MULTILINE)
+        if match:
+            return match.group(1)
+    return "Notebooks"
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    pages = build(args.out.resolve())
+    print(f"{len(pages)} notebook pages and index.html in {args.out} ({time.perf_counter() - start:.1f} s)")
+    print(f"open {(args.out / 'index.html').resolve().as_uri()}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,199 @@
+"""The static HTML version of the notebooks (scripts/build_html.py): complete, linked and offline.
+
+The build runs once into a temporary folder. The index must link every notebook under notebooks/
+(solutions included) by its title; every page must load nothing from the network (MathJax is the
+local copy), show every stored figure and resolve every relative link. The last test opens the
+pages in headless Chromium with all network requests refused and checks that MathJax typeset every
+equation and every image decoded; it saves screenshots of the index and of notebook 01's page (marked ``browser``: it needs the system's Chromium, see
+tests/test_browser.py).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "build_html.py"
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+REPORT_DIR = ROOT / "build" / "browser"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(f"site built in {time.monotonic() - start:.1f} s: {result.stdout.strip()}")
+    return out
+
+
+def _page(site: Path, notebook: Path) -> Path:
+    return site / notebook.relative_to(ROOT).with_suffix(".html")
+
+
+def _first_heading(notebook: Path) -> str:
+    nb = json.loads(notebook.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            match = re.search(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", "".join(cell["source"]), re.MULTILINE)
+            if match:
+                return match.group(1)
+    return notebook.stem
+
+
+def _png_count(notebook: Path) -> int:
+    nb = json.loads(notebook.read_text())
+    return sum(
+        "image/png" in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+    )
+
+
+def _attributes(page: str, tag: str, attribute: str) -> list[str]:
+    return re.findall(rf"<{tag}\b[^>]*?\s{attribute}=\"([^\"]*)\"", page, re.IGNORECASE)
+
+
+def _is_relative(url: str) -> bool:
+    return not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//|^#", url)
+
+
+def _resolves(page_path: Path, url: str, site: Path) -> bool:
+    target = (page_path.parent / unquote(urlsplit(url).path)).resolve()
+    return target.is_file() and target.is_relative_to(site.resolve())
+
+
+def test_index_links_every_notebook_by_title(site: Path):
+    index = (site / "index.html").read_text()
+    links = set(_attributes(index, "a", "href"))
+    texts = {(href, html.unescape(text)) for href, text in re.findall(r'<a href="([^"]*)">(.*?)</a>', index, re.S)}
+    assert NOTEBOOKS
+    for notebook in NOTEBOOKS:
+        href = notebook.relative_to(ROOT).with_suffix(".html").as_posix()
+        assert href in links, f"index.html does not link {href}"
+        assert _page(site, notebook).is_file(), f"{href} was not built"
+        title = _first_heading(notebook).replace("`", "").replace("**", "")
+        assert (href, title) in texts, f"index.html does not show the title {title!r} for {href}"
+    for href in links:  # section links too: every link of the index resolves
+        assert _resolves(site / "index.html", href, site), f"index.html links {href}, which does not exist"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_page_is_offline_and_complete(site: Path, notebook: Path):
+    path = _page(site, notebook)
+    page = path.read_text()
+    scripts = _attributes(page, "script", "src")
+    stylesheets = _attributes(page, "link", "href")
+    remote = [u for u in scripts + stylesheets if not _is_relative(u)] + re.findall(r"import\(\s*[\"']https?:", page)
+    assert not remote, f"{path.name} loads from the network: {remote}"
+    assert any(u.endswith("mathjax/tex-svg-full.js") for u in scripts), f"{path.name} does not load the local MathJax"
+    for url in scripts + stylesheets:
+        assert _resolves(path, url, site), f"{path.name}: {url} is missing from the site"
+
+    images = _attributes(page, "img", "src")
+    figures = [u for u in images if u.startswith("data:image/png;base64,")]
+    assert len(figures) == _png_count(notebook), (
+        f"{path.name}: {len(figures)} figures, notebook stores {_png_count(notebook)}"
+    )
+    for url in images:
+        assert url.startswith("data:") or _resolves(path, url, site), f"{path.name}: image {url[:80]} does not resolve"
+
+    for href in _attributes(page, "a", "href"):
+        if _is_relative(href):
+            assert not urlsplit(href).path.endswith(".ipynb"), f"{path.name} links a notebook file: {href}"
+            assert _resolves(path, href, site), f"{path.name} links {href}, which is not in the site"
+
+
+# In the page: wait (at most 30 s) for MathJax 3 to finish, then count what it made. Every math item
+# must have become an <mjx-container>, none may be a TeX error, and no "$...$" may be left as text.
+MATHJAX_JS = """() => Promise.race([
+    new Promise(resolve => setTimeout(() => resolve({loaded: true, timeout: true}), 30000)),
+    !(window.MathJax && MathJax.startup && MathJax.startup.promise) ? Promise.resolve({loaded: false})
+    : MathJax.startup.promise.then(() => {
+        const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+        const leftover = [];
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const inCode = node.parentElement.closest('pre, code, script, style, mjx-container');
+            if (!inCode && /\\$[^$]+\\$/.test(node.textContent)) leftover.push(node.textContent.slice(0, 80));
+        }
+        return {
+            loaded: true,
+            timeout: false,
+            math: Array.from(MathJax.startup.document.math).length,
+            rendered: document.querySelectorAll('mjx-container').length,
+            errors: Array.from(document.querySelectorAll('[data-mjx-error]')).map(e => e.getAttribute('data-mjx-error')),
+            leftover: leftover,
+        };
+    })])"""
+IMAGES_JS = """() => Array.from(document.images).map(i => ({src: i.src.slice(0, 60), width: i.naturalWidth}))"""
+
+
+@pytest.mark.browser
+def test_site_renders_offline_in_chromium(request, tmp_path: Path):
+    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, require_browser
+
+    require_browser()  # before building the site, so a skip is quick
+    site: Path = request.getfixturevalue("site")
+    from playwright.sync_api import sync_playwright
+
+    pages = [site / "index.html"] + [_page(site, nb) for nb in NOTEBOOKS]
+    network, failed, summary = [], [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+        )
+        try:
+            context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
+
+            def only_files(route):
+                if route.request.url.startswith("file:"):
+                    route.continue_()
+                else:
+                    network.append(route.request.url)
+                    route.abort()
+
+            context.route("**/*", only_files)
+            for path in pages:
+                page = context.new_page()
+                page.set_default_timeout(60_000)
+                page.on("requestfailed", lambda request: failed.append(request.url))
+                page.goto(path.as_uri(), wait_until="load", timeout=60_000)
+                math = page.evaluate(MATHJAX_JS)
+                images = page.evaluate(IMAGES_JS)
+                assert math["loaded"], f"{path.name}: MathJax did not load"
+                assert not math["timeout"], f"{path.name}: MathJax did not finish within 30 s"
+                assert math["rendered"] == math["math"], f"{path.name}: {math['rendered']} of {math['math']} typeset"
+                assert not math["errors"], f"{path.name}: TeX errors: {math['errors']}"
+                assert not math["leftover"], f"{path.name}: math left as text: {math['leftover']}"
+                broken = [i["src"] for i in images if i["width"] == 0]
+                assert not broken, f"{path.name}: images not shown: {broken}"
+                summary.append(f"- {path.relative_to(site)}: {math['math']} equations typeset, {len(images)} images")
+                if path.parent == site or (path.parent.name == "notebooks" and path.stem.startswith("01_")):
+                    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+                    shots = [REPORT_DIR / f"site-{path.stem}.png"]
+                    page.screenshot(path=str(shots[0]))
+                    figures = page.locator("img[src^='data:image/png']")
+                    if figures.count():  # and the first figure, scrolled to
+                        figures.first.scroll_into_view_if_needed()
+                        shots.append(REPORT_DIR / f"site-{path.stem}-figure.png")
+                        page.screenshot(path=str(shots[1]))
+                    summary.append(f"  screenshots: {', '.join(shot.name for shot in shots)}")
+                page.close()
+        finally:
+            browser.close()
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "site-report.md").write_text(
+        "# Static site in headless Chromium, network refused\n\n" + "\n".join(summary) + "\n"
+    )
+    assert not network, f"pages asked for the network: {network}"
+    assert not failed, f"requests failed: {failed}"
