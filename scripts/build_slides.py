@@ -1,0 +1,292 @@
+"""Build a reveal.js slide deck of every notebook that carries slide metadata, that presents offline.
+
+Run from the repository root, in the project's environment:
+
+    python scripts/build_slides.py              # -> build/slides/<notebook>.slides.html and index.html
+    python scripts/build_slides.py --out DIR    # somewhere else
+
+The decks show the outputs stored in the notebooks (nothing is executed, so this takes seconds). A
+notebook gets a deck when at least one of its top-level cells has a slide type (in JupyterLab: the
+property inspector, "Slide Type"; stored as ``cell.metadata.slideshow.slide_type``). The series uses
+the types this way, the same in every notebook (tests/test_slides.py checks the first two points in notebooks 01-04):
+
+- ``slide`` (left/right arrow keys): the title cell and every cell that starts a ``## `` section, the
+  summary, the exercises and "What's next" included;
+- ``skip``: housekeeping: the set-up cell, the exercise stubs and their checker cells, and a few
+  secondary checks whose point the speaker notes carry;
+- ``subslide`` (up/down arrow keys): a step inside a section, the text that says why or what to look at
+  together with the code cell after it (``-``, same slide); code that does not fit under its text
+  (a long definition, a figure) gets a sub-slide of its own; each exercise statement;
+- ``fragment``: a short follow-up revealed on the same slide by the next key press;
+- ``notes``: a conclusion or a digression that the presenter says rather than shows: in the speaker
+  view (key ``s``), not on the slide.
+
+A markdown cell in which a ``## `` heading follows some text is split in two at the heading, and the
+part from the heading on starts a new slide, so that every section starts a slide whatever the cell
+boundaries; likewise a diagram (an image alone on its line) after some text starts a sub-slide, with
+the text after it. Long code above a figure is shown in a scroll box, so that the figure stays on the
+slide (scripts/slides_template/slides.css), and math in speaker notes stays TeX source (the speaker
+view cannot show MathJax's output). Nothing else about the notebook changes.
+
+Everything a deck needs is in the output folder: reveal.js 5 and its speaker-notes plugin (from the
+pinned sphinx-revealjs package, which bundles reveal.js's own distribution files; this script uses
+only those, not Sphinx), the local MathJax 3 of scripts/build_html.py, and the series' slide style
+(scripts/slides_template/). Figures and diagrams are embedded as data URIs. No deck loads anything
+from the network. Links to another notebook that has a deck point to its deck; other links to files
+of the repository become plain text, since the decks travel without the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import html
+import importlib.util
+import mimetypes
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+from build_html import MATHJAX_HEAD, copy_mathjax, notebook_title  # scripts/build_html.py, next to this file
+from jinja2 import FileSystemLoader
+from nbconvert import SlidesExporter
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "build" / "slides"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
+SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
+REVEAL_DIR = "reveal"  # inside the output folder
+# The slide canvas in CSS pixels (16:9); reveal.js scales it to fit the screen.
+WIDTH, HEIGHT = 1280, 720
+
+
+def _revealjs_dist() -> Path:
+    """reveal.js's own files, as bundled by sphinx-revealjs (found without importing it, so without Sphinx)."""
+    spec = importlib.util.find_spec("sphinx_revealjs")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("sphinx-revealjs is not installed: run `pip install -r requirements.txt`")
+    return Path(next(iter(spec.submodule_search_locations))) / "_static" / "revealjs"
+
+
+# What the decks load from reveal.js: the core, its white theme and the speaker-notes plugin.
+REVEAL_FILES = ("dist/reveal.js", "dist/reveal.css", "dist/theme/white.css", "plugin/notes/notes.js", "LICENSE")
+REVEAL_FONTS = "dist/theme/fonts/source-sans-pro"  # the white theme's font, imported by white.css
+
+
+def slide_type(cell: nbformat.NotebookNode) -> str | None:
+    slideshow = cell.get("metadata", {}).get("slideshow")
+    return slideshow.get("slide_type") if isinstance(slideshow, dict) else None
+
+
+def deck_notebooks(root: Path = ROOT) -> list[Path]:
+    """The notebooks directly under notebooks/ that have slide metadata on at least one cell."""
+    paths = sorted((root / "notebooks").glob("*.ipynb"))
+    return [p for p in paths if any(slide_type(c) for c in nbformat.read(p, as_version=4).cells)]
+
+
+def deck_name(notebook: Path) -> str:
+    return f"{notebook.stem}.slides.html"
+
+
+_SECTION = re.compile(r"^ {0,3}## ", re.MULTILINE)
+_DIAGRAM = re.compile(r"^ {0,3}!\[[^\]]*\]\([^)]*\)\s*$", re.MULTILINE)  # an image alone on its line
+_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
+
+
+def split_at_sections(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of nb in which markdown cells are cut before each ``## `` heading and each diagram inside them.
+
+    The piece from a heading on starts a new slide, the piece from a diagram on a new sub-slide (so a
+    diagram gets the height of a slide); a skipped cell stays skipped, and a diagram in speaker notes
+    stays in the notes.
+    """
+    nb = copy.deepcopy(nb)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            cells.append(cell)
+            continue
+        source, kind = cell.source, slide_type(cell) or "-"
+        fences = [m.start() for m in _FENCE.finditer(source)]
+        cuts = {}
+        for pattern, piece_kind in ((_SECTION, "slide"), (_DIAGRAM, "subslide")):
+            for m in pattern.finditer(source):
+                if m.start() > 0 and sum(f < m.start() for f in fences) % 2 == 0:  # not inside a code block
+                    hidden = kind == "skip" or (kind == "notes" and piece_kind == "subslide")
+                    cuts[m.start()] = kind if hidden else piece_kind
+        starts = sorted(cuts)
+        for k, (start, end) in enumerate(zip([0, *starts], [*starts, len(source)], strict=True)):
+            piece = copy.deepcopy(cell)
+            piece.source = source[start:end].strip("\n")
+            if k:
+                piece.id = f"{cell.get('id', 'cell')[:60]}-{k}"
+                piece.metadata["slideshow"] = {"slide_type": cuts[start]}
+            if piece.source.strip():
+                cells.append(piece)
+    nb.cells = cells
+    return nb
+
+
+def _link_decks(page: str, notebook: Path, decks: dict[Path, str]) -> str:
+    """Links to a notebook with a deck point to the deck; other relative links become their text."""
+
+    def replace(match: re.Match) -> str:
+        href, text = match.group(1), match.group(2)
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^#", href):  # a web address or an anchor: keep
+            return match.group(0)
+        target = (notebook.parent / html.unescape(href).split("#")[0]).resolve()
+        if target in decks:
+            return match.group(0).replace(f'href="{href}"', f'href="{decks[target]}"', 1)
+        return text
+
+    return re.sub(r'<a\s+href="([^"]*)"[^>]*>(.*?)</a>', replace, page, flags=re.S)
+
+
+def _embed_images(page: str, notebook: Path, root: Path) -> tuple[str, list[str]]:
+    """Relative <img> sources (the diagrams, ``../img/x.svg``) become data URIs; returns the page and the missing ones.
+
+    (nbconvert's own embed_images only reads files in the notebook's folder.)
+    """
+    missing = []
+
+    def replace(match: re.Match) -> str:
+        url = html.unescape(match.group(2))
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^/|^#", url):
+            return match.group(0)
+        source = (notebook.parent / unquote(urlsplit(url).path)).resolve()
+        if not (source.is_file() and source.is_relative_to(root)):
+            missing.append(url)
+            return match.group(0)
+        mime = mimetypes.guess_type(source.name)[0] or "application/octet-stream"
+        data = base64.b64encode(source.read_bytes()).decode("ascii")
+        return f'{match.group(1)}"data:{mime};base64,{data}"'
+
+    return re.sub(r'(<img\b[^>]*?\ssrc=)"([^"]*)"', replace, page), missing
+
+
+def copy_assets(out: Path) -> None:
+    """reveal.js, MathJax 3 and the slide style, into out/ (afresh)."""
+    dist = _revealjs_dist()
+    shutil.rmtree(out / REVEAL_DIR, ignore_errors=True)
+    for name in REVEAL_FILES:
+        (out / REVEAL_DIR / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(dist / name, out / REVEAL_DIR / name)
+    shutil.copytree(dist / REVEAL_FONTS, out / REVEAL_DIR / REVEAL_FONTS)
+    copy_mathjax(out)
+    shutil.copyfile(TEMPLATE_DIR / "slides.css", out / "slides.css")
+
+
+def count_slides(page: str) -> int:
+    """Slides and sub-slides: the <section> elements that hold content (a slide with sub-slides holds only them)."""
+    sections = re.findall(r"<section\b[^>]*>(?=(\s*<section\b)?)", page)
+    return sum(1 for nested in sections if not nested)
+
+
+INDEX = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>{title}: slides</title>
+<style>
+body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 48em; margin: 2em auto;
+  padding: 0 1em; line-height: 1.5; color: #222; }}
+a {{ color: #1a5fb4; text-decoration: none; font-weight: 600; }}
+a:hover {{ text-decoration: underline; }}
+li {{ margin: 0.5em 0; }}
+.note {{ color: #555; font-size: 0.95em; }}
+</style>
+</head>
+<body>
+<h1>{title}: slides</h1>
+<ul>
+{items}
+</ul>
+<p class="note">Keys: &rarr; / space next, &larr; back, &darr; &uarr; the steps of a section, o overview, f full screen,
+s speaker notes (a second window), Esc leaves the overview or full screen.</p>
+</body>
+</html>
+"""
+
+
+def build(out: Path, root: Path = ROOT) -> list[Path]:
+    """Write one deck per notebook with slide metadata, out/index.html and the assets they load."""
+    notebooks = deck_notebooks(root)
+    if not notebooks:
+        raise SystemExit(f"no notebook under {root / 'notebooks'} has slide metadata")
+    out.mkdir(parents=True, exist_ok=True)
+    copy_assets(out)
+    decks = {path.resolve(): deck_name(path) for path in notebooks}
+    for stale in out.glob("*.slides.html"):  # the deck of a notebook that is gone or lost its metadata
+        if stale.name not in decks.values():
+            stale.unlink()
+
+    exporter = SlidesExporter(
+        extra_loaders=[FileSystemLoader(str(TEMPLATE_DIR))],
+        template_file="deck.html.j2",
+        reveal_url_prefix=REVEAL_DIR,
+        reveal_theme="white",  # its font is a local file; nbconvert's default theme imports web fonts
+        reveal_width=str(WIDTH),
+        reveal_height=str(HEIGHT),
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    targets, items = [], []
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        unknown = {t for c in nb.cells if (t := slide_type(c)) and t not in SLIDE_TYPES}
+        if unknown:
+            raise SystemExit(f"{path.relative_to(root)}: unknown slide types {sorted(unknown)}")
+        title = notebook_title(nb, path.stem)
+        resources = {
+            "metadata": {"name": title, "path": str(path.parent)},
+            "deck": {"mathjax": MATHJAX_HEAD.replace("{prefix}", ""), "css": "slides.css"},
+        }
+        page, _ = exporter.from_notebook_node(split_at_sections(nb), resources=resources)
+        page = _link_decks(page, path.resolve(), decks)
+        # The speaker view copies the notes' HTML into its own window, without MathJax's styles and glyph
+        # cache, so typeset math would come out garbled there: notes keep their TeX source ($d_k$) instead.
+        page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')
+        page, missing = _embed_images(page, path.resolve(), root.resolve())
+        for url in missing:
+            print(
+                f"warning: {path.relative_to(root)} shows {url}, which is not a file in the repository", file=sys.stderr
+            )
+        target = out / deck_name(path)
+        target.write_text(page, encoding="utf-8")
+        targets.append(target)
+        slides = count_slides(page)
+        items.append(f'<li><a href="{target.name}">{html.escape(title)}</a> ({slides} slides)</li>')
+        print(f"{target.name}: {slides} slides")
+    (out / "index.html").write_text(
+        INDEX.format(title=html.escape(_series_title(root)), items="\n".join(items)), encoding="utf-8"
+    )
+    return targets
+
+
+def _series_title(root: Path) -> str:
+    readme = root / "README.md"
+    if readme.is_file():
+        match = re.search(r"^#\s+(.+?)\s*$", readme.read_text(encoding="utf-8"), re.MULTILINE)
+        if match:
+            return match.group(1)
+    return "Notebooks"
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    decks = build(args.out.resolve())
+    print(f"{len(decks)} decks and index.html in {args.out} ({time.perf_counter() - start:.1f} s)")
+    print(f"open {(args.out / 'index.html').resolve().as_uri()}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
