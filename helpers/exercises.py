@@ -31,6 +31,7 @@ __all__ = [
     "check_multi_head_attention",
     "check_padding_mask",
     "check_positional_encoding",
+    "check_reverse_targets",
     "check_split_heads",
 ]
 
@@ -694,3 +695,52 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
             if norm_first
             else "LayerNorm(x + Sublayer(x)) for each of the two sub-layers: attention with norm1, then FFN with norm2.",
         )
+
+
+# --- notebook 07: task targets ---------------------------------------------------------------
+
+
+def _reverse_reference(tokens, lengths, pad: bool = True):
+    lengths = torch.as_tensor(lengths)
+    positions = torch.arange(tokens.shape[1]).expand_as(tokens)  # (B, n)
+    source = (lengths[:, None] - 1 - positions).clamp(min=0)  # position len-1-i feeds position i
+    targets = tokens.gather(1, source)
+    return targets.masked_fill(positions >= lengths[:, None], 0) if pad else targets  # PAD = 0 at padding
+
+
+def check_reverse_targets(reverse_targets: Callable) -> Verdict:
+    """Exercise 07.1: ``reverse_targets(tokens (B, n), lengths (B,)) -> targets (B, n)``.
+
+    Each sequence is reversed within its own length; padded positions get ``PAD`` (0).
+    """
+    g = _generator(12)
+    tokens = torch.randint(1, 9, (4, 6), generator=g)
+    lengths = torch.tensor([6, 4, 1, 3])
+    padded = tokens.masked_fill(torch.arange(6) >= lengths[:, None], 0)
+    cases = [
+        _Case("4 sequences of length 6", (torch.randint(1, 9, (4, 6), generator=g), torch.full((4,), 6))),
+        _Case("lengths [6, 4, 1, 3], right-padded with 0", (padded, lengths)),
+    ]
+    mistakes = [
+        _Mistake(
+            "whole row flipped",
+            lambda t, lengths: t.flip(1),
+            "the whole padded row is flipped, so the padding moves to the front and every real token lands "
+            "len - n places too far right. Reverse each sequence within its own length: position i takes "
+            "token len - 1 - i.",
+        ),
+        _Mistake(
+            "padding not PAD",
+            lambda t, lengths: _reverse_reference(t, lengths, pad=False),
+            "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
+        ),
+    ]
+    return _check(
+        "Exercise 07.1 reverse targets",
+        reverse_targets,
+        _reverse_reference,
+        cases,
+        mistakes,
+        "for each position i build the source index lengths[:, None] - 1 - i (clamp it at 0), gather from the "
+        "tokens, then write PAD (0) where i >= length.",
+    )

@@ -313,3 +313,32 @@ def test_verdict_displays_as_text():
     verdict = ex.check_causal_mask(stub)
     assert repr(verdict) == str(verdict)
     assert str(verdict).startswith("Exercise 04.1 causal mask: not attempted yet.")
+
+
+def test_reverse_targets_checker():
+    def right(tokens, lengths):
+        out = torch.zeros_like(tokens)
+        for b, length in enumerate(torch.as_tensor(lengths).tolist()):
+            out[b, :length] = tokens[b, :length].flip(0)
+        return out
+
+    assert ex.check_reverse_targets(right).passed
+    assert ex.check_reverse_targets(lambda t, lengths: t.flip(1)).mistake == "whole row flipped"
+
+    def keeps_garbage(tokens, lengths):
+        out = right(tokens, lengths)
+        n = tokens.shape[1]
+        lengths = torch.as_tensor(lengths)
+        source = (lengths[:, None] - 1 - torch.arange(n)).clamp(min=0)
+        garbage = tokens.gather(1, source)
+        return torch.where(torch.arange(n) < lengths[:, None], out, garbage)
+
+    assert ex.check_reverse_targets(keeps_garbage).mistake == "padding not PAD"
+    assert ex.check_reverse_targets(stub).status == "not attempted"
+
+
+def test_reverse_checker_agrees_with_the_task_generator():
+    from helpers.tasks import make_batch
+
+    batch = make_batch("reverse", 20, 7, 9, min_len=1, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(ex._reverse_reference(batch.tokens, batch.lengths), batch.targets)

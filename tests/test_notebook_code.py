@@ -106,6 +106,23 @@ def test_06_inline_encoder_blocks_equal_helpers(class_name, norm_first):
     torch.testing.assert_close(ff(x), ours.feed_forward(x))
 
 
+@pytest.mark.parametrize("use_positions", [True, False])
+def test_07_inline_model_equals_helpers(use_positions):
+    from helpers.tasks import TinyTransformer, make_batch
+
+    ns = inline_namespace("07_what_attention_learns.ipynb")
+    torch.manual_seed(0)
+    ours = TinyTransformer(9, 9, use_positions=use_positions)
+    inline = ns["InlineTinyTransformer"](9, 9, use_positions=use_positions)
+    inline.load_state_dict(ours.state_dict())
+    batch = make_batch("sort", 4, 6, 9, min_len=2, generator=torch.Generator().manual_seed(0))
+    logits, weights = inline(batch.tokens, batch.mask, need_weights=True)
+    ref_logits, ref_weights = ours(batch.tokens, batch.mask, need_weights=True)
+    torch.testing.assert_close(logits, ref_logits)
+    for w, ref_w in zip(weights, ref_weights, strict=True):
+        torch.testing.assert_close(w, ref_w)
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -114,6 +131,7 @@ def test_06_inline_encoder_blocks_equal_helpers(class_name, norm_first):
         "03_multi_head_attention.ipynb",
         "05_positional_encoding.ipynb",
         "06_encoder_block.ipynb",
+        "07_what_attention_learns.ipynb",
     ],
 )
 def test_inline_cells_are_self_contained(name):
