@@ -247,14 +247,15 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
     )
     (out / "index.html").write_text(
         INDEX.format(
-            title=html.escape(_site_title(root)), mathjax=MATHJAX_HEAD.replace("{prefix}", ""), sections=sections
+            title=html.escape(series_title(root)), mathjax=MATHJAX_HEAD.replace("{prefix}", ""), sections=sections
         ),
         encoding="utf-8",
     )
     return targets
 
 
-def _site_title(root: Path) -> str:
+def series_title(root: Path) -> str:
+    """The README's first heading, the series' name (also used by build_slides.py)."""
     readme = root / "README.md"
     if readme.is_file():
         match = re.search(r"^#\s+(.+?)\s*$", readme.read_text(encoding="utf-8"), re.MULTILINE)

@@ -52,7 +52,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import nbformat
-from build_html import MATHJAX_HEAD, copy_mathjax, notebook_title  # scripts/build_html.py, next to this file
+from build_html import (
+    MATHJAX_HEAD,
+    copy_mathjax,
+    notebook_title,
+    series_title,
+)  # scripts/build_html.py, next to this file
 from jinja2 import FileSystemLoader
 from nbconvert import SlidesExporter
 
@@ -264,18 +269,9 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         items.append(f'<li><a href="{target.name}">{html.escape(title)}</a> ({slides} slides)</li>')
         print(f"{target.name}: {slides} slides")
     (out / "index.html").write_text(
-        INDEX.format(title=html.escape(_series_title(root)), items="\n".join(items)), encoding="utf-8"
+        INDEX.format(title=html.escape(series_title(root)), items="\n".join(items)), encoding="utf-8"
     )
     return targets
-
-
-def _series_title(root: Path) -> str:
-    readme = root / "README.md"
-    if readme.is_file():
-        match = re.search(r"^#\s+(.+?)\s*$", readme.read_text(encoding="utf-8"), re.MULTILINE)
-        if match:
-            return match.group(1)
-    return "Notebooks"
 
 
 def main(argv: list[str]) -> None:
