@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from helpers import tasks
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
 from helpers.encoder import EncoderBlock, positional_encoding
 from helpers.masks import causal_mask, padding_mask
@@ -700,12 +701,11 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
 # --- notebook 07: task targets ---------------------------------------------------------------
 
 
-def _reverse_reference(tokens, lengths, pad: bool = True):
+def _reverse_without_pad(tokens, lengths):
+    """The reverse targets with whatever the gather left at the padded positions (a classic slip)."""
     lengths = torch.as_tensor(lengths)
-    positions = torch.arange(tokens.shape[1]).expand_as(tokens)  # (B, n)
-    source = (lengths[:, None] - 1 - positions).clamp(min=0)  # position len-1-i feeds position i
-    targets = tokens.gather(1, source)
-    return targets.masked_fill(positions >= lengths[:, None], 0) if pad else targets  # PAD = 0 at padding
+    source = (lengths[:, None] - 1 - torch.arange(tokens.shape[1])).clamp(min=0)
+    return tokens.gather(1, source)
 
 
 def check_reverse_targets(reverse_targets: Callable) -> Verdict:
@@ -731,14 +731,14 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
         ),
         _Mistake(
             "padding not PAD",
-            lambda t, lengths: _reverse_reference(t, lengths, pad=False),
+            _reverse_without_pad,
             "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
         ),
     ]
     return _check(
         "Exercise 07.1 reverse targets",
         reverse_targets,
-        _reverse_reference,
+        tasks.reverse_targets,
         cases,
         mistakes,
         "for each position i build the source index lengths[:, None] - 1 - i (clamp it at 0), gather from the "

@@ -22,7 +22,7 @@ from torch import nn
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import padding_mask
 
-__all__ = ["PAD", "TASKS", "Batch", "TinyTransformer", "make_batch"]
+__all__ = ["PAD", "TASKS", "Batch", "TinyTransformer", "make_batch", "reverse_targets"]
 
 PAD = 0
 TASKS = ("reverse", "sort", "max", "count")
@@ -39,6 +39,18 @@ class Batch:
     targets: torch.Tensor
     lengths: torch.Tensor
     mask: torch.Tensor
+
+
+def reverse_targets(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Targets of the reverse task: ``tokens (B, n)``, ``lengths (B,)`` -> ``(B, n)``.
+
+    Each sequence is reversed within its own length (position ``i`` takes token
+    ``len - 1 - i``); padded positions get ``PAD``.
+    """
+    lengths = torch.as_tensor(lengths)
+    positions = torch.arange(tokens.shape[1]).expand_as(tokens)  # (B, n)
+    source = (lengths[:, None] - 1 - positions).clamp(min=0)  # position len-1-i feeds position i
+    return tokens.gather(1, source).masked_fill(positions >= lengths[:, None], PAD)
 
 
 def make_batch(
@@ -69,10 +81,8 @@ def make_batch(
     lengths = torch.randint(min_len, seq_len + 1, (batch_size,), generator=generator)
     real = padding_mask(lengths, seq_len)[:, 0, :]  # (B, n) True at real positions
     tokens = tokens.masked_fill(~real, PAD)
-    positions = torch.arange(seq_len).expand(batch_size, seq_len)  # (B, n)
     if task == "reverse":
-        source = (lengths[:, None] - 1 - positions).clamp(min=0)  # position len-1-i feeds position i
-        targets = tokens.gather(1, source)
+        targets = reverse_targets(tokens, lengths)
     elif task == "sort":
         # Padding sorts last when it is replaced by a value above every real token.
         targets = tokens.masked_fill(~real, vocab_size).sort(dim=1).values

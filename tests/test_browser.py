@@ -106,6 +106,21 @@ def browser_env(folder: Path) -> dict[str, str]:
     return {**os.environ, "XDG_CONFIG_HOME": str(folder / "config"), "XDG_CACHE_HOME": str(folder / "cache")}
 
 
+def offline_context(browser, viewport: dict, refused: list[str]):
+    """A browser context that loads only file: URLs; every other request is refused and recorded in ``refused``."""
+    context = browser.new_context(offline=True, viewport=viewport)
+
+    def only_files(route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_files)
+    return context
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

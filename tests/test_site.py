@@ -140,7 +140,7 @@ IMAGES_JS = """() => Array.from(document.images).map(i => ({src: i.src.slice(0, 
 
 @pytest.mark.browser
 def test_site_renders_offline_in_chromium(request, tmp_path: Path):
-    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, require_browser
+    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
 
     require_browser()  # before building the site, so a skip is quick
     site: Path = request.getfixturevalue("site")
@@ -153,16 +153,7 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
         )
         try:
-            context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
-
-            def only_files(route):
-                if route.request.url.startswith("file:"):
-                    route.continue_()
-                else:
-                    network.append(route.request.url)
-                    route.abort()
-
-            context.route("**/*", only_files)
+            context = offline_context(browser, {"width": 1200, "height": 900}, network)
             for path in pages:
                 page = context.new_page()
                 page.set_default_timeout(60_000)

@@ -173,7 +173,7 @@ def notes_text(notes_html: str) -> str:
 
 @pytest.mark.browser
 def test_deck_presents_offline_in_chromium(request, tmp_path: Path):
-    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, require_browser
+    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
 
     require_browser()  # before building the decks, so a skip is quick
     decks: Path = request.getfixturevalue("decks")
@@ -189,16 +189,7 @@ def test_deck_presents_offline_in_chromium(request, tmp_path: Path):
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
         )
         try:
-            context = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
-
-            def only_files(route):
-                if route.request.url.startswith("file:"):
-                    route.continue_()
-                else:
-                    network.append(route.request.url)
-                    route.abort()
-
-            context.route("**/*", only_files)
+            context = offline_context(browser, {"width": 1280, "height": 720}, network)
             context.on("page", lambda p: p.on("requestfailed", lambda r: failed.append(r.url)))
             page = context.new_page()
             page.set_default_timeout(30_000)
