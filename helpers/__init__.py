@@ -6,6 +6,8 @@ Modules:
     plotting   attention heatmaps that return matplotlib Figures
     encoder    positional encoding (§3.5), feed-forward (§3.3), encoder block and stack (§3.1)
     reference  PyTorch's own modules holding our weights, for equality checks
+    tasks      synthetic sequence tasks and the tiny model notebook 07 trains
+    exercises  checkers for the notebooks' exercises, with diagnoses of classic mistakes
 """
 
 from __future__ import annotations
