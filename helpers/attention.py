@@ -131,7 +131,8 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: model width; must be divisible by ``num_heads``.
         num_heads: ``h``.
-        dropout: dropout on the attention weights (training mode only).
+        dropout: dropout on the attention weights (training mode only); the
+            weights returned in training are the ones after dropout.
         bias: whether the four linear layers have a bias (the paper's equations
             have none; PyTorch's ``nn.MultiheadAttention`` has one by default).
     """
@@ -196,6 +197,13 @@ class MultiHeadAttention(nn.Module):
         ``need_weights=False`` the heads run through PyTorch's fused
         ``F.scaled_dot_product_attention`` (the fast training path) and
         ``weights`` is ``None``.
+
+        In training mode with ``dropout > 0`` the returned ``weights`` are the
+        ones multiplied with the values, after dropout (kept entries scaled by
+        ``1 / (1 - dropout)``, so a row no longer sums to 1), as
+        ``nn.MultiheadAttention`` returns them. In eval mode, or with
+        ``dropout=0``, each row sums to 1 over the allowed keys (a query with
+        no allowed key gets a row of zeros).
         """
         self._check_inputs(query, key, value, mask)
         B, n, m = query.shape[0], query.shape[1], key.shape[1]
@@ -223,7 +231,10 @@ class MultiHeadAttention(nn.Module):
         if need_weights:
             heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, n, d_k), (B, h, n, m)
             if dropout_p > 0.0:
-                heads = F.dropout(weights, dropout_p) @ v
+                # Return the weights actually multiplied with V, as nn.MultiheadAttention
+                # does: after dropout, so in training a row no longer sums to 1.
+                weights = F.dropout(weights, dropout_p)
+                heads = weights @ v
         else:
             weights = None
             empty_rows = None

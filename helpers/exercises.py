@@ -2,20 +2,45 @@
 
 Each ``check_*`` function takes the reader's function (or class), runs it on a few
 seeded cases, compares it with the reference in ``helpers`` and returns a
-:class:`Verdict`, which a notebook cell displays as a short text. When the answer
-is wrong, the checker also runs deliberately wrong versions of the reference (the
-classic mistakes of attention code); if the reader's answer matches one of them,
-the verdict names that mistake. A stub that still raises ``NotImplementedError``
-(or returns ``None``) is "not attempted yet" and gets a first hint.
+:class:`Verdict`, which a notebook cell displays as a short text.
+
+- The answer and the reference each run on their own fresh copies of a case's
+  inputs, so an answer that changes its inputs in place is judged on what it
+  returns, and cannot change what the reference computes.
+- Each case runs under a time limit (:data:`TIME_LIMIT_S` seconds), so an endless
+  loop gives a verdict instead of hanging the notebook.
+- Results are compared on the CPU, detached; any floating dtype is accepted when
+  the values are right (tolerance ``rtol=1e-4, atol=1e-5``), masks must be
+  boolean and token ids integers. A list returned instead of a tuple is accepted.
+- When the answer is wrong, the checker also runs deliberately wrong versions of
+  the reference (the classic mistakes of attention code); if the reader's answer
+  matches one of them on every case, the verdict names that mistake and how to fix
+  it. Otherwise it says where the wrong entries are and shows a way to write it.
+- A stub whose own body still raises ``NotImplementedError`` is "not attempted yet"
+  and gets a conceptual hint (what to compute, over which axis, which equation);
+  code-level hints come only with a failed attempt. A ``NotImplementedError``
+  raised deeper, in an unfinished function the answer calls, is a failure that
+  says where it was raised.
 """
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import functools
 import math
+import os
+import re
+import signal
+import sysconfig
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from helpers import tasks
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
@@ -23,6 +48,7 @@ from helpers.encoder import EncoderBlock, positional_encoding
 from helpers.masks import causal_mask, padding_mask
 
 __all__ = [
+    "TIME_LIMIT_S",
     "Verdict",
     "check_attention",
     "check_causal_mask",
@@ -37,6 +63,11 @@ __all__ = [
 ]
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+
+TIME_LIMIT_S = 10.0
+"""Seconds one case of an answer may run before the checker stops it (``None`` or 0: no limit)."""
+
+RTOL, ATOL = 1e-4, 1e-5  # float comparisons: |actual - expected| <= ATOL + RTOL * |expected|
 
 
 @dataclass
@@ -75,67 +106,452 @@ class _Mistake:
 class _Case:
     name: str
     args: tuple
+    # label -> boolean tensor broadcastable to the results: "only <label> differ" when the wrong entries lie inside
+    regions: dict[str, torch.Tensor] = field(default_factory=dict)
+    error_hints: tuple = ()  # _ErrorHint's that apply to this case only
 
 
-def _describe(x) -> str:
+@dataclass
+class _ErrorHint:
+    """A diagnosis for an exception the answer raised: ``matches(error)`` -> named mistake."""
+
+    key: str
+    matches: Callable[[BaseException], bool]
+    diagnosis: str
+
+
+# --- running the reader's code: fresh inputs, a time limit, where an error was raised ----------
+
+
+class _Timeout(BaseException):
+    """Raised inside the reader's code when a case runs past the time limit (not an ``Exception``,
+    so a bare ``except Exception`` in the answer cannot swallow it)."""
+
+
+def _fresh(x, memo: dict | None = None):
+    """A copy of a case's inputs: tensors cloned, modules deep-copied, lists and tuples rebuilt, anything else
+    (functions, ints) shared. The same tensor passed twice stays one tensor (self-attention's x, x, x)."""
+    memo = {} if memo is None else memo
+    if id(x) in memo:
+        return memo[id(x)]
     if isinstance(x, torch.Tensor):
-        return f"tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
-    if isinstance(x, tuple):
-        return "tuple of (" + ", ".join(_describe(item) for item in x) + ")"
-    return type(x).__name__
+        result = x.detach().clone()
+    elif isinstance(x, nn.Module):
+        result = copy.deepcopy(x)
+    elif isinstance(x, list):
+        result = [_fresh(item, memo) for item in x]
+    elif isinstance(x, tuple):
+        result = tuple(_fresh(item, memo) for item in x)
+    else:
+        return x
+    memo[id(x)] = result
+    return result
 
 
-def _flatten(x) -> list:
-    return list(x) if isinstance(x, tuple) else [x]
+def _call_in_thread(fn: Callable, args: tuple, limit: float):
+    """Run ``fn(*args)`` in a worker thread; past ``limit`` seconds, raise ``_Timeout`` inside it and here."""
+    outcome: dict = {}
+    grad_enabled = torch.is_grad_enabled()  # grad mode is per thread: carry the caller's over
+
+    def target() -> None:
+        try:
+            with torch.set_grad_enabled(grad_enabled):
+                outcome["value"] = fn(*args)
+        except BaseException as error:  # handed back to the caller below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name="exercise-checker", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        for _ in range(100):  # stop the endless loop: raise _Timeout in the worker at its next bytecode
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Timeout))
+            worker.join(0.05)
+            if not worker.is_alive():
+                break
+        raise _Timeout
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
-def _same(a, b, atol: float = 1e-5) -> bool:
-    """Outputs equal in structure, shape, dtype kind and values (NaN equal to NaN)."""
-    a, b = _flatten(a), _flatten(b)
-    if len(a) != len(b):
+def _call_with_limit(fn: Callable, args: tuple):
+    """``fn(*args)`` under the time limit: SIGALRM in the main thread (where Jupyter runs cells),
+    a watched worker thread anywhere else or where there is no SIGALRM."""
+    limit = TIME_LIMIT_S
+    if not limit:
+        return fn(*args)
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return _call_in_thread(fn, args, limit)
+
+    def on_alarm(signum, frame):
+        raise _Timeout
+
+    try:
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+    except ValueError:  # not the main thread of the main interpreter after all
+        return _call_in_thread(fn, args, limit)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, limit)
+    start = time.monotonic()
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if old_delay:  # someone else's alarm was pending: put it back
+            signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - start), 1e-3), old_interval)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__))}
+    dirs.update(paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
+    return tuple(os.path.abspath(d) + os.sep for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _frames(error: BaseException):
+    tb = error.__traceback__
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _where_raised(error: BaseException) -> str | None:
+    """'in my_split_heads, line 3': the innermost frame of the reader's own code in the traceback."""
+    own = [tb for tb in _frames(error) if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY_DIRS)]
+    if not own:
+        return None
+    tb = own[-1]
+    return f"`{tb.tb_frame.f_code.co_name}`, line {tb.tb_lineno}"
+
+
+def _answer_codes(fn) -> set:
+    """The code objects of the answer's own body (unwrapping partials, methods, modules, callables)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, nn.Module):
+        fn = type(fn).forward
+    elif callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__code__") and not hasattr(fn, "__func__"):
+        fn = type(fn).__call__  # a callable object: its __call__ is the body
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    return {code} if code is not None else set()
+
+
+_STUB_MESSAGE = re.compile(r"your code|todo|stub|exercise", re.IGNORECASE)
+
+
+def _raised_by_stub(error: NotImplementedError, codes: set) -> bool:
+    """True when the answer's own body raised it (the stub), or its message marks a stub."""
+    last = None
+    for tb in _frames(error):
+        last = tb
+    return (last is not None and last.tb_frame.f_code in codes) or bool(_STUB_MESSAGE.search(str(error)))
+
+
+def _short(text: str, limit: int = 300) -> str:
+    """The first ``limit`` characters of an error message, cut at a word boundary."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _kind(x) -> str:
+    """What a value is, in words: 'a tensor of shape (2, 3), dtype torch.float32', 'a list of 2', 'an int'."""
+    if x is None:
+        return "None"
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}, dtype {x.dtype}"
+    if isinstance(x, (list, tuple)):
+        return f"a {type(x).__name__} of {len(x)}"
+    name = type(x).__name__ if type(x).__module__ == "builtins" else f"{type(x).__module__}.{type(x).__name__}"
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _outputs(value, count: int) -> list:
+    """A result of ours (the reference's or a mistake's) as a list of detached CPU tensors."""
+    values = list(value) if isinstance(value, (tuple, list)) and count > 1 else [value]
+    return [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _normalise(value, names: tuple[str, ...] | None) -> tuple[list | None, str | None]:
+    """The answer's result as a list of detached CPU tensors, or a return-type message."""
+    count = len(names) if names else 1
+    wanted = f"a tuple ({', '.join(names)})" if names else "one tensor"
+    if count > 1:
+        if not isinstance(value, (tuple, list)) or len(value) != count:
+            got = "one tensor" if isinstance(value, torch.Tensor) else _kind(value)
+            return None, f"returned {got}; return {wanted}."
+        values = list(value)  # a list of the right length is as good as a tuple
+    else:
+        if isinstance(value, (tuple, list)) and not (len(value) == 1 and isinstance(value[0], torch.Tensor)):
+            return None, f"returned {_kind(value)}; return {wanted}, not a {type(value).__name__}."
+        values = list(value) if isinstance(value, (tuple, list)) else [value]
+    result = []
+    for index, item in enumerate(values):
+        label = names[index] if names else "result"
+        if not isinstance(item, torch.Tensor):
+            extra = " (torch.as_tensor(...) converts it)" if type(item).__module__.startswith("numpy") else ""
+            return None, f"{label}: returned {_kind(item)}; return a torch tensor{extra}."
+        try:
+            result.append(item.detach().cpu())
+        except Exception as error:  # e.g. a tensor on the meta device
+            return None, (
+                f"{label}: returned a tensor on device {item.device} that cannot be moved to the CPU "
+                f"({_short(error, 120)}); return a tensor on the CPU, like the inputs."
+            )
+    return result, None
+
+
+# --- comparing results ----------------------------------------------------------------------------
+
+
+def _category(t: torch.Tensor) -> str:
+    if t.dtype == torch.bool:
+        return "bool"
+    if t.is_floating_point():
+        return "float"
+    if t.is_complex():
+        return "complex"
+    return "int"
+
+
+def _wrong_entries(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Boolean tensor: True where ``x`` (the answer) differs from ``y`` (same shape and kind)."""
+    if _category(y) == "float":
+        return ~torch.isclose(x.double(), y.double(), rtol=RTOL, atol=ATOL, equal_nan=True)
+    return x.long() != y.long() if _category(y) == "int" else x != y
+
+
+def _same_one(x, y) -> bool:
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.shape != y.shape:
         return False
-    for x, y in zip(a, b, strict=True):
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            return False
-        if x.shape != y.shape or (x.dtype == torch.bool) != (y.dtype == torch.bool):
-            return False
-        if x.dtype == torch.bool:
-            if not torch.equal(x, y):
-                return False
-        elif not torch.allclose(x.double(), y.double(), atol=atol, rtol=1e-4, equal_nan=True):
-            return False
-    return True
+    if _category(x) != _category(y):
+        return False
+    return not bool(_wrong_entries(x, y).any())
 
 
-def _difference(actual, expected, names: tuple[str, ...] | None) -> list[str]:
-    """A short account of how ``actual`` differs from ``expected``."""
-    actual, expected = _flatten(actual), _flatten(expected)
-    if len(actual) != len(expected):
-        wanted = f" ({', '.join(names)})" if names else ""
-        return [f"expected {len(expected)} returned value(s){wanted}, got {len(actual)}"]
-    lines = []
+def _same(a: list, b: list) -> bool:
+    """Results equal in structure, shape, dtype kind and values (NaN equal to NaN)."""
+    return len(a) == len(b) and all(_same_one(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _indices(flags: torch.Tensor) -> str:
+    found = flags.nonzero().flatten().tolist()
+    return ", ".join(map(str, found[:4])) + (", ..." if len(found) > 4 else "")
+
+
+def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor]) -> str:
+    """Where the wrong entries are, in a few words: 'only in the odd columns (last axis)' ('' when no pattern)."""
+    for label, region in regions.items():
+        try:
+            inside = torch.broadcast_to(region, wrong.shape)
+        except RuntimeError:
+            continue
+        if inside.any() and not (wrong & ~inside).any():
+            return f"only in {label}"
+    if wrong.dim() >= 1 and wrong.shape[-1] >= 2:
+        columns = wrong.reshape(-1, wrong.shape[-1]).any(0)
+        if not columns.all():
+            if not columns[0::2].any():
+                return "only in the odd columns (last axis)"
+            if not columns[1::2].any():
+                return "only in the even columns (last axis)"
+            return f"only in columns {_indices(columns)} (last axis)"
+    if wrong.dim() >= 2 and wrong.shape[-2] >= 2:
+        rows = wrong.movedim(-2, 0).reshape(wrong.shape[-2], -1).any(1)
+        if not rows.all():
+            return f"only in rows {_indices(rows)} (axis -2)"
+    if wrong.dim() >= 3 and wrong.shape[0] >= 2:
+        batch = wrong.reshape(wrong.shape[0], -1).any(1)
+        if not batch.all():
+            return f"only in batch entries {_indices(batch)} (axis 0)"
+    return ""
+
+
+def _value(t: torch.Tensor, where: tuple) -> str:
+    item = t[where].item()
+    return f"{item:.4f}" if isinstance(item, float) else str(item)
+
+
+def _difference(actual: list, expected: list, names, case: _Case) -> tuple[list[str], set[str]]:
+    """A short account of how ``actual`` differs from ``expected``, and the kinds of difference found."""
+    lines, kinds = [], set()
     for index, (x, y) in enumerate(zip(actual, expected, strict=True)):
-        label = names[index] if names else (f"value {index}" if len(expected) > 1 else "result")
-        if not isinstance(x, torch.Tensor):
-            lines.append(f"{label}: expected {_describe(y)}, got {_describe(x)}")
-        elif x.shape != y.shape:
-            lines.append(f"{label}: expected shape {tuple(y.shape)}, got {tuple(x.shape)}")
-        elif y.dtype == torch.bool and x.dtype != torch.bool:
-            lines.append(f"{label}: expected a boolean tensor, got dtype {x.dtype}")
-        elif y.dtype == torch.bool:
-            wrong = (x != y).nonzero()
-            lines.append(f"{label}: {len(wrong)} entries differ, first at index {tuple(wrong[0].tolist())}")
-        elif torch.isnan(x).any() and not torch.isnan(y).any():
-            lines.append(f"{label}: contains NaN ({int(torch.isnan(x).sum())} entries); expected none")
-        else:
-            diff = (x.double() - y.double()).abs()
-            if diff.max() > 1e-5 + 1e-4 * y.double().abs().max():
-                where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+        label = names[index] if names else "result"
+        if x.shape != y.shape:
+            kinds.add("shape")
+            note = ""
+            if [size for size in x.shape if size != 1] == [size for size in y.shape if size != 1]:
+                note = " (the same apart from axes of size 1: an unsqueeze or indexing too many or too few?)"
+            elif sorted(x.shape) == sorted(y.shape):
+                note = " (the same sizes in another order: a transpose is missing or extra?)"
+            elif x.numel() == y.numel():
+                note = " (the same number of entries, arranged differently)"
+            lines.append(f"{label}: expected shape {tuple(y.shape)}, got {tuple(x.shape)}{note}")
+            continue
+        if _category(x) != _category(y):
+            kinds.add("dtype")
+            if _category(y) == "bool":
+                if bool(((x == 0) | (x == 1)).all()):
+                    kind = "a float" if x.is_floating_point() else "an integer"
+                    lines.append(
+                        f"{label}: {kind} 0/1 mask ({x.dtype}); return a boolean tensor (`.bool()` or a "
+                        "comparison), as the series' masks are (True = may attend)."
+                    )
+                else:
+                    lines.append(f"{label}: expected a boolean tensor, got dtype {x.dtype}.")
+            elif _category(y) == "int":
                 lines.append(
-                    f"{label}: largest difference {diff.max().item():.4g} at index {where} "
-                    f"(expected {y[where].item():.4f}, got {x[where].item():.4f})"
+                    f"{label}: expected integer token ids (dtype {y.dtype}), got dtype {x.dtype}; build the result "
+                    "from the tokens (e.g. torch.zeros_like(tokens)) so it keeps their integer dtype."
                 )
-    return lines
+            else:
+                lines.append(f"{label}: expected a floating-point tensor (like {y.dtype}), got dtype {x.dtype}.")
+            continue
+        wrong = _wrong_entries(x, y)
+        if not wrong.any():
+            continue
+        kinds.add("values")
+        k, total = int(wrong.sum()), wrong.numel()
+        pattern = _pattern(wrong, case.regions)
+        if k == total:
+            count = "shape right, its one entry differs" if total == 1 else f"shape right, all {total} entries differ"
+        else:
+            count = f"{k} of {total} entries differ"
+        count += f", {pattern}" if pattern and k != total else ""
+        if _category(y) == "float":
+            nan = torch.isnan(x) & ~torch.isnan(y)
+            if nan.any():
+                kinds.add("nan")
+                nan_pattern = _pattern(nan, case.regions)
+                lines.append(
+                    f"{label}: contains NaN in {int(nan.sum())} of {total} entries"
+                    f"{f', {nan_pattern}' if nan_pattern else ''}; expected none."
+                )
+                continue
+            diff = (x.double() - y.double()).abs().nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
+            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+            largest = diff.max().item()
+            line = (
+                f"{label}: {count}; largest difference {largest:.4g} at index {where} "
+                f"(expected {_value(y, where)}, got {_value(x, where)})"
+            )
+            if largest < 1e-2:
+                line += f"; close, but outside the tolerance (rtol={RTOL:g}, atol={ATOL:g})"
+            if x.dtype != y.dtype:
+                line += f"; your {label} is {x.dtype}, the reference {y.dtype}"
+            lines.append(line)
+        else:
+            where = tuple(wrong.nonzero()[0].tolist())
+            lines.append(
+                f"{label}: {count}; first at index {where} (expected {_value(y, where)}, got {_value(x, where)})"
+            )
+    if names and len(names) > 1 and lines:
+        bad = [names[i] for i, (x, y) in enumerate(zip(actual, expected, strict=True)) if not _same_one(x, y)]
+        good = [name for name in names if name not in bad]
+        if good:
+            lines.append(f"{' and '.join(good)} match; {' and '.join(bad)} {'does' if len(bad) == 1 else 'do'} not.")
+    return lines, kinds
+
+
+def _match(mistakes: list[_Mistake], cases: list[_Case], answers: list[list], count: int) -> _Mistake | None:
+    """The first mistake that reproduces the answer on every case, not just the failing one."""
+    for mistake in mistakes:
+        try:
+            if all(
+                _same(answer, _outputs(mistake.wrong(*_fresh(case.args)), count))
+                for case, answer in zip(cases, answers, strict=True)
+            ):
+                return mistake
+        except Exception:  # a variant that cannot run on some case reproduces nothing
+            continue
+    return None
+
+
+def _as_mask(answers: list[list], expected: list[list]) -> list[list] | None:
+    """The answers as boolean masks, when the reference returns masks and the answer is a 0/1 tensor."""
+    converted = []
+    for answer, reference in zip(answers, expected, strict=True):
+        row = []
+        for x, y in zip(answer, reference, strict=True):
+            if _category(y) != "bool" or _category(x) == "bool":
+                row.append(x)
+            elif x.is_complex() or not bool(((x == 0) | (x == 1)).all()):
+                return None
+            else:
+                row.append(x != 0)
+        converted.append(row)
+    return converted
+
+
+_VIEW_ERROR = _ErrorHint(
+    "view on a non-contiguous tensor",
+    lambda error: isinstance(error, RuntimeError) and "view size is not compatible" in str(error),
+    "`.view` cannot merge or split axes of a transposed tensor (it is no longer contiguous in memory): use "
+    "`.reshape(...)` or `.flatten(...)`, which copy when they must, or `.contiguous().view(...)`.",
+)
+
+
+def _error_verdict(exercise, subject, error, error_hints, recipe) -> Verdict:
+    where = _where_raised(error)
+    details = [f"Raised in {where}."] if where else []
+    message = f"{subject} raised {type(error).__name__}: {_short(error)}"
+    for hint in (*error_hints, _VIEW_ERROR):
+        if hint.matches(error):
+            return Verdict(exercise, FAILED, message, hint.key, [*details, f"Likely mistake: {hint.diagnosis}"])
+    return Verdict(exercise, FAILED, message, None, [*details, f"Hint: {recipe}"])
+
+
+def _run(exercise, answer, subject, args, codes, hint, recipe, error_hints):
+    """Call the answer once; return ``(result, None)`` or ``(None, Verdict)`` for an error, a timeout or a stub.
+
+    ``subject`` starts the verdict's message: 'case "n=4"', or 'MyMultiHeadAttention(12, 3)'."""
+    try:
+        with torch.random.fork_rng():  # the reader's code may draw random numbers; keep their state
+            return _call_with_limit(answer, args), None
+    except _Timeout:
+        return None, Verdict(
+            exercise,
+            FAILED,
+            f"{subject} did not finish within {TIME_LIMIT_S:g} s.",
+            "time limit",
+            [
+                "Likely mistake: an endless loop. Check that every `while` loop's condition changes inside the loop "
+                "(or use a `for` loop over a range). Each case runs in a fraction of a second when right."
+            ],
+        )
+    except NotImplementedError as error:
+        if 'missing the required "forward" function' in str(error):
+            return None, Verdict(
+                exercise,
+                FAILED,
+                f"{subject}: your module has no forward method.",
+                "forward misspelled",
+                [
+                    "Likely mistake: the method is not spelled exactly `forward` (e.g. `forwad`), so nn.Module "
+                    "falls back to its own forward, which raises NotImplementedError."
+                ],
+            )
+        if _raised_by_stub(error, codes):
+            return None, Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
+        where = _where_raised(error) or "a function your answer calls"
+        return None, Verdict(
+            exercise,
+            FAILED,
+            f"{subject} raised NotImplementedError in {where}.",
+            "unfinished helper",
+            [
+                f"Your answer calls {where}, which is not written yet (it still raises NotImplementedError): "
+                "finish that function first, or do its step inline."
+            ],
+        )
+    except (Exception, SystemExit) as error:  # the reader's code raised: show it, do not crash the notebook
+        return None, _error_verdict(exercise, subject, error, error_hints, recipe)
 
 
 def _check(
@@ -145,50 +561,80 @@ def _check(
     cases: list[_Case],
     mistakes: list[_Mistake],
     hint: str,
+    recipe: str,
     names: tuple[str, ...] | None = None,
+    error_hints: tuple[_ErrorHint, ...] = (),
+    codes: set | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Verdict:
+    """Run ``answer`` on every case (fresh inputs, time limit), compare it with ``reference`` and diagnose.
+
+    ``hint`` is the conceptual hint for a stub; ``recipe`` the code-level one, shown only after a failed attempt
+    that no named mistake explains. ``notes`` are appended to a failed verdict (e.g. parameters the checker did
+    not fill)."""
+    if not callable(answer):
+        return Verdict(
+            exercise,
+            FAILED,
+            f"expected your function, got {_kind(answer)}.",
+            "not a function",
+            [
+                "Pass the function itself, without calling it: e.g. check_attention(my_attention), not my_attention(...)."
+            ],
+        )
+    codes = _answer_codes(answer) if codes is None else codes
+    count = len(names) if names else 1
     answers = []
     for case in cases:
-        try:
-            with torch.random.fork_rng():  # the reader's code may draw random numbers; keep their state
-                actual = answer(*case.args)
-        except NotImplementedError as error:
-            if 'missing the required "forward" function' in str(error):
-                return Verdict(
-                    exercise,
-                    FAILED,
-                    f'case "{case.name}": your module has no forward method.',
-                    "forward misspelled",
-                    [
-                        "Likely mistake: the method is not spelled exactly `forward` (e.g. `forwad`), so nn.Module "
-                        "falls back to its own forward, which raises NotImplementedError."
-                    ],
-                )
-            return Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
-        except Exception as error:  # the reader's code raised: show it, do not crash the notebook
+        subject = f'case "{case.name}"'
+        hints = (*case.error_hints, *error_hints)
+        actual, verdict = _run(exercise, answer, subject, _fresh(case.args), codes, hint, recipe, hints)
+        if verdict is not None:
+            return verdict
+        if actual is None:
             return Verdict(
                 exercise,
                 FAILED,
-                f'case "{case.name}" raised {type(error).__name__}: {error}',
-                details=[f"Hint: {hint}"],
+                f'case "{case.name}": your answer returned None.',
+                "no return",
+                ["Did you forget `return`? A function that ends without a return statement gives None."],
             )
-        if actual is None:
-            return Verdict(exercise, NOT_ATTEMPTED, "not attempted yet (it returns None).", details=[f"Hint: {hint}"])
-        answers.append(actual)
+        values, problem = _normalise(actual, names)
+        if problem is not None:
+            return Verdict(
+                exercise, FAILED, f'case "{case.name}" returned the wrong type.', "wrong return type", [problem]
+            )
+        answers.append(values)
+    try:
+        return _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes)
+    except Exception as error:  # a result the comparison cannot handle must not crash the notebook
+        return Verdict(exercise, FAILED, f"could not compare your result ({type(error).__name__}: {_short(error)}).")
 
-    for case, actual in zip(cases, answers, strict=True):
-        expected = reference(*case.args)
-        if _same(actual, expected):
-            continue
-        details = _difference(actual, expected, names)
-        for mistake in mistakes:
-            # A mistake is named only if it reproduces the answer on every case, not just the failing one.
-            if all(_same(a, mistake.wrong(*c.args)) for c, a in zip(cases, answers, strict=True)):
-                details.append(f"Likely mistake: {mistake.diagnosis}")
-                return Verdict(exercise, FAILED, f'case "{case.name}" failed.', mistake.key, details)
-        details.append("No classic mistake matches; compare your steps with the notebook's, one shape at a time.")
-        return Verdict(exercise, FAILED, f'case "{case.name}" failed.', None, details)
-    return Verdict(exercise, PASSED, f"all {len(cases)} cases passed.")
+
+def _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes) -> Verdict:
+    expected = [_outputs(reference(*_fresh(case.args)), count) for case in cases]
+    failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i])]
+    if not failed:
+        return Verdict(exercise, PASSED, f"all {len(cases)} cases passed.")
+    first = failed[0]
+    message = f'case "{cases[first].name}" failed ({len(failed)} of {len(cases)} cases).'
+    details, kinds = _difference(answers[first], expected[first], names, cases[first])
+    mistake = _match(mistakes, cases, answers, count)
+    if mistake is not None:
+        return Verdict(
+            exercise, FAILED, message, mistake.key, [*details, f"Likely mistake: {mistake.diagnosis}", *notes]
+        )
+    masks = _as_mask(answers, expected) if "dtype" in kinds else None
+    if masks is not None:
+        if all(_same(m, e) for m, e in zip(masks, expected, strict=True)):
+            return Verdict(exercise, FAILED, message, "float mask", details)  # the dtype line says it all
+        mistake = _match(mistakes, cases, masks, count)
+        if mistake is not None:
+            details.append(f"Likely mistake, besides the dtype: {mistake.diagnosis}")
+            return Verdict(exercise, FAILED, message, mistake.key, details)
+    if kinds & {"shape", "values"}:
+        details.append(f"Hint: {recipe}")
+    return Verdict(exercise, FAILED, message, None, [*details, *notes])
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -207,10 +653,14 @@ def _qkv(seed: int, batch: tuple[int, ...], n: int, m: int, d_k: int, d_v: int):
 # --- notebook 01: scaled dot-product attention -----------------------------------------------
 
 
-def _attention_variant(query, key, value, *, dim=-1, scale=None):
+def _attention_variant(query, key, value, *, dim=-1, scale=None, softmax=True, scale_after=False):
     d_k = query.shape[-1]
     scale = math.sqrt(d_k) if scale is None else scale(d_k)
-    weights = torch.softmax(query @ key.transpose(-2, -1) / scale, dim=dim)
+    scores = query @ key.transpose(-2, -1)
+    if scale_after:
+        weights = torch.softmax(scores, dim=dim) / scale
+    else:
+        weights = torch.softmax(scores / scale, dim=dim) if softmax else scores / scale
     return weights @ value, weights
 
 
@@ -218,6 +668,7 @@ SOFTMAX_AXIS = (
     "softmax over the wrong axis (dim=1 or dim=-2) instead of the key axis (dim=-1): on (batch, n, m) scores "
     "the columns of your weights sum to 1, the rows must. dim=-1 is right for any number of leading axes."
 )
+NO_SCALING = "the scores are not divided by sqrt(d_k) (§3.2.1, Eq. 1)."
 
 ATTENTION_MISTAKES = [
     _Mistake("softmax over queries", lambda q, k, v: _attention_variant(q, k, v, dim=-2), SOFTMAX_AXIS),
@@ -227,15 +678,23 @@ ATTENTION_MISTAKES = [
         lambda q, k, v: _attention_variant(q, k, v)[::-1],
         "the two results are returned in the wrong order: return (output, weights).",
     ),
-    _Mistake(
-        "no scaling",
-        lambda q, k, v: _attention_variant(q, k, v, scale=lambda d_k: 1.0),
-        "the scores are not divided by sqrt(d_k) (§3.2.1, Eq. 1).",
-    ),
+    _Mistake("no scaling", lambda q, k, v: _attention_variant(q, k, v, scale=lambda d_k: 1.0), NO_SCALING),
     _Mistake(
         "scaled by d_k",
         lambda q, k, v: _attention_variant(q, k, v, scale=lambda d_k: d_k),
         "the scores are divided by d_k instead of sqrt(d_k).",
+    ),
+    _Mistake(
+        "no softmax",
+        lambda q, k, v: _attention_variant(q, k, v, softmax=False),
+        "the weights are the scaled scores themselves: apply torch.softmax(scores, dim=-1) so each query's weights "
+        "are positive and sum to 1 over the keys.",
+    ),
+    _Mistake(
+        "scaled after the softmax",
+        lambda q, k, v: _attention_variant(q, k, v, scale_after=True),
+        "the weights are divided by sqrt(d_k) after the softmax, so rows no longer sum to 1: divide the scores "
+        "before the softmax, softmax(QK^T / sqrt(d_k)).",
     ),
 ]
 
@@ -253,7 +712,11 @@ def check_attention(attention: Callable) -> Verdict:
         scaled_dot_product_attention,
         cases,
         ATTENTION_MISTAKES,
-        "scores = query @ key.transpose(-2, -1) / sqrt(d_k); softmax over the last axis (the keys); then @ value.",
+        "Eq. 1 (§3.2.1): score every query against every key with a dot product, divide by sqrt(d_k), turn each "
+        "query's scores into weights with a softmax over the keys (the last axis), and return the weighted average "
+        "of the values together with the weights. Use only the last two axes, so any leading axes ride along.",
+        "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]); weights = torch.softmax(scores, "
+        "dim=-1); return weights @ value, weights.",
         names=("output", "weights"),
     )
 
@@ -261,17 +724,31 @@ def check_attention(attention: Callable) -> Verdict:
 # --- notebook 02: masks ----------------------------------------------------------------------
 
 
-def _padding_variant(lengths, max_len, *, invert=False, off_by_one=False, flat=False):
+def _padding_variant(lengths, max_len, *, invert=False, off_by_one=False, flat=False, last=False, greater=False):
     positions = torch.arange(max_len)
     lengths = torch.as_tensor(lengths)
     mask = positions <= lengths[:, None] if off_by_one else positions < lengths[:, None]
+    if greater:  # positions > lengths: True at the padding except at j == length
+        mask = positions > lengths[:, None]
     if invert:
         mask = ~mask
-    return mask if flat else mask.unsqueeze(1)
+    if flat:
+        return mask
+    return mask.unsqueeze(-1) if last else mask.unsqueeze(1)
+
+
+_LIST_ERROR = _ErrorHint(
+    "lengths is a list",
+    lambda error: isinstance(error, (TypeError, AttributeError)) and "list" in str(error),
+    "`lengths` is a Python list, which has no tensor indexing (`lengths[:, None]`) and no tensor methods: "
+    "convert it first, `lengths = torch.as_tensor(lengths)`.",
+)
 
 
 def check_padding_mask(make_padding_mask: Callable) -> Verdict:
-    """Exercise 02.1: ``make_padding_mask(lengths, max_len) -> (B, 1, max_len)`` boolean, True at real keys."""
+    """Exercise 02.1: ``make_padding_mask(lengths, max_len) -> (B, 1, max_len)`` boolean, True at real keys.
+
+    ``lengths`` is a Python list of ``B`` ints."""
     cases = [
         _Case("lengths [3, 1, 4], max_len 4", ([3, 1, 4], 4)),
         _Case("lengths [2, 5, 0], max_len 6", ([2, 5, 0], 6)),
@@ -284,6 +761,12 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
             "nn.MultiheadAttention's key_padding_mask).",
         ),
         _Mistake(
+            "mask inverted",
+            lambda lengths, m: _padding_variant(lengths, m, greater=True),
+            "the comparison points the wrong way, j > length: the mask is True at the padding (and misses j = "
+            "length). Key j is real, True = may attend, when j < length.",
+        ),
+        _Mistake(
             "off by one",
             lambda lengths, m: _padding_variant(lengths, m, off_by_one=True),
             "position j is real when j < length, not j <= length (positions start at 0).",
@@ -294,6 +777,12 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
             "the values are right but the shape is (B, m); add the query axis with .unsqueeze(1) so the mask "
             "broadcasts against scores of shape (B, n, m).",
         ),
+        _Mistake(
+            "query axis last",
+            lambda lengths, m: _padding_variant(lengths, m, last=True),
+            "the values are right but the new axis is last, (B, m, 1): it must be in the middle, (B, 1, m), so the "
+            "mask is the same for every query and varies over the keys. Use .unsqueeze(1).",
+        ),
     ]
     return _check(
         "Exercise 02.1 padding mask",
@@ -301,30 +790,57 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
         padding_mask,
         cases,
         mistakes,
-        "compare torch.arange(max_len) with the lengths as a column (lengths[:, None]), then .unsqueeze(1).",
+        "key j of sequence b is real when j < lengths[b] (positions start at 0). Compare a row of positions "
+        "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
+        "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths).",
+        "(torch.arange(max_len) < torch.as_tensor(lengths)[:, None]).unsqueeze(1): (B, max_len), then (B, 1, max_len).",
+        error_hints=(_LIST_ERROR,),
     )
 
 
-def _masked_variant(query, key, value, mask, *, fill=None, invert=False, zero_empty=True):
+def _masked_variant(
+    query, key, value, mask, *, fill=None, invert=False, zero_empty=True, after=False, scale=True, dim=-1
+):
     if invert:
         mask = ~mask
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    scores = query @ key.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(query.shape[-1])
+    if after:  # softmax over every key, then masked weights set to 0 (no renormalisation)
+        weights = torch.softmax(scores, dim=dim) * mask
+        return weights @ value, weights
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min if fill is None else fill)
-    weights = torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores, dim=dim)
     if zero_empty:
         weights = weights.masked_fill(~mask, 0.0)
     return weights @ value, weights
+
+
+def _no_key_rows(query, key, mask) -> torch.Tensor:
+    """(..., n, 1): True for the queries that may attend to no key."""
+    shape = torch.broadcast_shapes((*query.shape[:-1], key.shape[-2]), mask.shape)
+    return ~torch.broadcast_to(mask, shape).any(-1, keepdim=True)
+
+
+def _masked_case(name, q, k, v, mask):
+    regions = {"the rows of queries with no allowed key (fully masked)": _no_key_rows(q, k, mask)}
+    return _Case(name, (q, k, v, mask), regions)
 
 
 def _masked_cases():
     q, k, v = _qkv(3, (3,), 4, 5, 8, 6)
     q2, k2, v2 = _qkv(4, (2,), 5, 5, 4, 4)
     return [
-        _Case("padding mask, lengths [5, 3, 2]", (q, k, v, padding_mask([5, 3, 2], 5))),
-        _Case("causal mask", (q2, k2, v2, causal_mask(5))),
-        _Case("a sequence of length 0 (every key masked)", (q, k, v, padding_mask([4, 0, 5], 5))),
+        _masked_case("padding mask, lengths [5, 3, 2]", q, k, v, padding_mask([5, 3, 2], 5)),
+        _masked_case("causal mask", q2, k2, v2, causal_mask(5)),
+        _masked_case("a sequence of length 0 (every key masked)", q, k, v, padding_mask([4, 0, 5], 5)),
     ]
 
+
+MASK_INVERTED = (
+    "the mask's meaning is inverted: True means 'may attend', so fill the scores where the mask is False "
+    "(masked_fill(~mask, ...)), not where it is True."
+)
 
 MASKED_ATTENTION_MISTAKES = [
     _Mistake(
@@ -332,10 +848,15 @@ MASKED_ATTENTION_MISTAKES = [
         lambda q, k, v, mask: _masked_variant(q, k, v, mask)[::-1],
         "the two results are returned in the wrong order: return (output, weights).",
     ),
-    _Mistake(
-        "mask inverted",
-        lambda q, k, v, mask: _masked_variant(q, k, v, mask, invert=True),
-        "the mask's meaning is inverted: True means 'may attend', so fill where the mask is False (use ~mask).",
+    _Mistake("mask inverted", lambda q, k, v, mask: _masked_variant(q, k, v, mask, invert=True), MASK_INVERTED),
+    *(  # inverted and, as in notebook 08's padded_attention, the masked weights not zeroed
+        _Mistake(
+            "mask inverted",
+            lambda q, k, v, mask, fill=fill: _masked_variant(q, k, v, mask, invert=True, fill=fill, zero_empty=False),
+            MASK_INVERTED + " (Then also zero the masked weights after the softmax, so a query with no allowed key "
+            "gets zeros.)",
+        )
+        for fill in (None, -1e9, -math.inf)
     ),
     _Mistake(
         "-inf fill gives NaN",
@@ -349,6 +870,31 @@ MASKED_ATTENTION_MISTAKES = [
         "masked scores filled with -1e9 (or finfo.min) and the masked weights not zeroed: a query with no allowed "
         "key gets uniform weights over the padding. Set the weights where ~mask to 0.0 after the softmax.",
     ),
+    _Mistake(
+        "mask applied after the softmax",
+        lambda q, k, v, mask: _masked_variant(q, k, v, mask, after=True),
+        "the softmax ran over every key and the masked weights were set to 0 afterwards (softmax(...) * mask), so "
+        "the remaining weights no longer sum to 1: the masked keys still took their share. Fill the masked scores "
+        "with torch.finfo(scores.dtype).min before the softmax, then zero the masked weights after it.",
+    ),
+    *(
+        _Mistake(
+            "masked scores filled with 0",
+            lambda q, k, v, mask, zero=zero: _masked_variant(q, k, v, mask, fill=0.0, zero_empty=zero),
+            "the masked scores were set to 0, an ordinary score (exp(0) = 1), so masked keys still take weight "
+            "from the softmax. Fill with a very negative number, torch.finfo(scores.dtype).min.",
+        )
+        for zero in (True, False)
+    ),
+    _Mistake(
+        "mask ignored",
+        lambda q, k, v, mask: _attention_variant(q, k, v),
+        "the mask has no effect: your results equal attention without a mask. Is the result of masked_fill "
+        "assigned, scores = scores.masked_fill(~mask, ...)? masked_fill returns a new tensor (masked_fill_ is the "
+        "in-place one).",
+    ),
+    _Mistake("no scaling", lambda q, k, v, mask: _masked_variant(q, k, v, mask, scale=False), NO_SCALING),
+    _Mistake("softmax over queries", lambda q, k, v, mask: _masked_variant(q, k, v, mask, dim=-2), SOFTMAX_AXIS),
 ]
 
 
@@ -360,8 +906,11 @@ def check_masked_attention(masked_attention: Callable) -> Verdict:
         scaled_dot_product_attention,
         _masked_cases(),
         MASKED_ATTENTION_MISTAKES,
-        "fill the scores where ~mask with torch.finfo(scores.dtype).min, softmax, then set the weights where "
-        "~mask to 0.0 so a query with no allowed key gets zeros.",
+        "Eq. 1 with a mask (§3.2.3): before the softmax, make every score where the mask is False so negative that "
+        "its weight comes out 0, and still finite; after the softmax, make sure a query with no allowed key ends "
+        "with all-zero weights (so a zero output), neither NaN nor uniform weights over the padding.",
+        "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k); fill them where ~mask with "
+        "torch.finfo(scores.dtype).min; softmax over dim=-1; then set the weights where ~mask to 0.0.",
         names=("output", "weights"),
     )
 
@@ -384,6 +933,11 @@ def _split_interleaved(x, num_heads):
     return x.view(B, n, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
 
 
+def _split_not_moved(x, num_heads):
+    B, n, d_model = x.shape
+    return x.view(B, n, num_heads, d_model // num_heads)
+
+
 def _heads_input(seed: int, B: int, n: int, d_model: int):
     return torch.randn(B, n, d_model, generator=_generator(seed))
 
@@ -401,6 +955,12 @@ SPLIT_MISTAKES = [
         "head i takes every h-th feature instead of the contiguous block i*d_k .. (i+1)*d_k - 1: view as "
         "(B, n, h, d_k), not (B, n, d_k, h).",
     ),
+    _Mistake(
+        "unflatten without transpose",
+        _split_not_moved,
+        "the features have their head axis, but it is still after the positions: (B, n, h, d_k). Move it in front "
+        "with .transpose(1, 2) to get (B, h, n, d_k).",
+    ),
 ]
 
 
@@ -416,8 +976,10 @@ def check_split_heads(split_heads: Callable) -> Verdict:
         _split_reference,
         cases,
         SPLIT_MISTAKES,
-        "first give the features their own head axis, (B, n, h, d_k) with d_k = d_model // num_heads (view or "
-        "unflatten), then swap the position and head axes (transpose(1, 2)).",
+        "head i takes the contiguous block of d_k = d_model // num_heads features i*d_k .. (i+1)*d_k - 1 "
+        "(§3.2.2). First give the features their own head axis, then move the head axis in front of the "
+        "positions, so each head is its own (n, d_k) matrix: (B, h, n, d_k).",
+        "x.view(B, n, num_heads, d_k) (or x.unflatten(-1, (num_heads, d_k))), then .transpose(1, 2).",
     )
 
 
@@ -451,6 +1013,18 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
             "the heads' features are interleaved (feature-major) instead of concatenated head after head: "
             "transpose(1, 2) gives (B, n, h, d_k), which then flattens in the right order.",
         ),
+        _Mistake(
+            "flatten without transpose",
+            lambda x: x.flatten(2),
+            "the last two axes of (B, h, n, d_k) were merged, giving (B, h, n*d_k): the head axis must first move "
+            "behind the positions, .transpose(1, 2) to (B, n, h, d_k), and then .flatten(2) merges h and d_k.",
+        ),
+        _Mistake(
+            "not merged",
+            lambda x: x.transpose(1, 2),
+            "the axes are in the right order, (B, n, h, d_k), but h and d_k are not merged yet: .flatten(2) (or "
+            ".reshape(B, n, h * d_k)).",
+        ),
     ]
     return _check(
         "Exercise 03.2 combine heads",
@@ -458,12 +1032,24 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
         _combine_reference,
         cases,
         mistakes,
-        "x.transpose(1, 2) to (B, n, h, d_k), then .reshape(B, n, h * d_k) (reshape, because the transpose is "
-        "not contiguous).",
+        "the inverse of splitting, and the paper's Concat (§3.2.2): bring the positions back in front of the heads, "
+        "(B, n, h, d_k), then merge the last two axes so head 0's d_k features come first, then head 1's. "
+        "`flatten` or `reshape` can do the merge.",
+        "x.transpose(1, 2).flatten(2), or x.transpose(1, 2).reshape(B, n, h * d_k): (B, n, h, d_k), then merged. "
+        "(`.view` fails after the transpose, which is not contiguous.)",
     )
 
 
-def _mha_variant(reference: MultiHeadAttention, *, scale_d_model=False, no_transpose=False):
+def _mha_variant(
+    reference: MultiHeadAttention,
+    *,
+    scale_d_model=False,
+    no_transpose=False,
+    no_w_o=False,
+    key_for_value=False,
+    value_for_key=False,
+    mean_weights=False,
+):
     """A deliberately wrong copy of ``reference``'s forward pass (self- or cross-attention)."""
 
     def forward(query, key, value):
@@ -476,46 +1062,140 @@ def _mha_variant(reference: MultiHeadAttention, *, scale_d_model=False, no_trans
             return x.view(B, length, h, d_k).transpose(1, 2)
 
         q = split(reference.w_q(query), n)
-        k = split(reference.w_k(key), m)
-        v = split(reference.w_v(value), m)
+        k = split(reference.w_k(value if value_for_key else key), m)
+        v = split(reference.w_v(key if key_for_value else value), m)
         scale = math.sqrt(d_model) if scale_d_model else math.sqrt(d_k)
         weights = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1)
         heads = weights @ v
         out = heads.reshape(B, n, d_model) if no_transpose else heads.transpose(1, 2).reshape(B, n, d_model)
-        return reference.w_o(out), weights
+        return (out if no_w_o else reference.w_o(out)), (weights.mean(1) if mean_weights else weights)
 
     return forward
 
 
+_LAYERS = ("w_q", "w_k", "w_v", "w_o")
+
+
+def _parameter_problems(answer: nn.Module, reference: nn.Module) -> tuple[list[str], str | None, list[str]]:
+    """What stops the reference's weights from going into ``answer``, said from the student's side.
+
+    Returns ``(problems, mistake_key, extra_parameter_names)``."""
+    own = dict(answer.named_parameters())
+    problems, absent = [], []
+    for layer in _LAYERS:
+        names = [f"{layer}.weight", f"{layer}.bias"]
+        missing = [name for name in names if name not in own]
+        if len(missing) == 2:
+            problems.append(f"Your module has no parameter named {layer} (no layer `self.{layer}`).")
+            absent.append(layer)
+            continue
+        if missing == [f"{layer}.bias"]:
+            problems.append(
+                f"Your module has no parameter named {layer}.bias: create the layer with a bias (the default)."
+            )
+        for name in names:
+            if name in own and own[name].shape != reference.get_parameter(name).shape:
+                problems.append(
+                    f"Your {name} has shape {tuple(own[name].shape)}; expected {tuple(reference.get_parameter(name).shape)}, "
+                    "as in nn.Linear(d_model, d_model)."
+                )
+    key = "no output projection" if absent == ["w_o"] else ("layer names" if absent else "layer shapes")
+    extra = [name for name in own if name not in dict(reference.named_parameters())]
+    return problems, key if problems else None, extra
+
+
 def check_multi_head_attention(module_class: type) -> Verdict:
     """Exercise 03.3: a class ``module_class(d_model, num_heads)`` with ``nn.Linear`` layers ``w_q, w_k, w_v, w_o``
-    whose ``forward(query, key, value)`` returns ``(output (B, n, d_model), weights (B, h, n, m))``."""
+    whose ``forward(query, key, value)`` returns ``(output (B, n, d_model), weights (B, h, n, m))``.
+
+    The checker builds ``module_class(12, 3)``, copies the weights of ``MultiHeadAttention(12, 3)`` into it by
+    parameter name (extra buffers or parameters are left alone), puts it in ``eval()`` mode (so dropout, if any,
+    is off) and compares it on self-attention and on cross-attention with different key and value tensors. An
+    instance passed instead of the class is accepted (a copy of it is checked)."""
     exercise = "Exercise 03.3 multi-head attention"
     hint = (
-        "project with w_q, w_k, w_v; split heads (view + transpose); attention per head with sqrt(d_k); combine; w_o."
+        "§3.2.2: project query, key and value with w_q, w_k, w_v (queries from `query`, keys from `key`, values "
+        "from `value`); split each into h heads of d_k = d_model / h features; run Eq. 1 in every head at once, "
+        "scaled by sqrt(d_k) of one head; concatenate the heads back to d_model features; project with w_o."
+    )
+    recipe = (
+        "q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value)) with split = "
+        "view(B, length, h, d_k).transpose(1, 2); out, weights = scaled_dot_product_attention(q, k, v); "
+        "return self.w_o(out.transpose(1, 2).reshape(B, n, d_model)), weights."
     )
     with torch.random.fork_rng():  # leave the reader's random state alone
         torch.manual_seed(8)
         reference = MultiHeadAttention(12, 3)
-    try:
-        with torch.random.fork_rng():
-            answer = module_class(12, 3)
-    except NotImplementedError:
-        return Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
-    except Exception as error:
-        return Verdict(exercise, FAILED, f"{module_class.__name__}(12, 3) raised {type(error).__name__}: {error}")
-    try:
-        answer.load_state_dict(reference.state_dict())
-    except Exception as error:
+    notes: list[str] = []
+    if isinstance(module_class, nn.Module):
+        try:
+            answer = copy.deepcopy(module_class)
+        except Exception:
+            return Verdict(
+                exercise,
+                FAILED,
+                "pass the class, not an instance.",
+                "instance instead of class",
+                ["e.g. check_multi_head_attention(MyMultiHeadAttention), without (d_model, num_heads)."],
+            )
+        notes.append("(You passed an instance; the checker used a copy of it. Passing the class is enough.)")
+    elif isinstance(module_class, type):
+        name = getattr(module_class, "__name__", "your class")
+        codes = _answer_codes(module_class.__init__)
+        answer, verdict = _run(exercise, module_class, f"{name}(12, 3)", (12, 3), codes, hint, recipe, ())
+        if verdict is not None:
+            return verdict
+        if not isinstance(answer, nn.Module):
+            return Verdict(
+                exercise,
+                FAILED,
+                f"{name}(12, 3) is not an nn.Module.",
+                "not a module",
+                ["Subclass nn.Module, class MyMultiHeadAttention(nn.Module), and call super().__init__() first."],
+            )
+    else:
         return Verdict(
             exercise,
             FAILED,
-            "could not copy the reference weights into your module.",
-            details=[f"It needs nn.Linear(d_model, d_model) layers named w_q, w_k, w_v, w_o. ({error})"[:300]],
+            f"expected your class, got {_kind(module_class)}.",
+            "instance instead of class",
+            ["Pass the class, not an instance or a function: check_multi_head_attention(MyMultiHeadAttention)."],
         )
+    problems, key, extra = _parameter_problems(answer, reference)
+    if problems:
+        expected_names = ", ".join(name for name, _ in reference.named_parameters())
+        details = [*problems, f"The checker copies {expected_names}, each from an nn.Linear(12, 12), by name."]
+        if key == "no output projection":
+            details.append(
+                "W^O (§3.2.2) projects the concatenated heads back: create self.w_o = nn.Linear(d_model, d_model) "
+                "and apply it last."
+            )
+        own = [name for name, _ in answer.named_parameters()]
+        if own:
+            details.append(f"Your module's parameters: {', '.join(own)}.")
+        return Verdict(exercise, FAILED, "could not copy the reference weights into your module.", key, details)
+    reference_parameters = {name: p for name, p in reference.named_parameters()}
+    try:
+        answer.load_state_dict(reference_parameters, strict=False)  # extra buffers and parameters are left alone
+    except Exception as error:
+        return Verdict(exercise, FAILED, f"could not copy the reference weights into your module ({_short(error)}).")
+    answer.eval()  # dropout off: the comparison is deterministic
+    if extra:
+        notes.append(f"Your module also has parameters the checker does not fill: {', '.join(extra)}.")
     g = _generator(9)
     x, memory = torch.randn(2, 4, 12, generator=g), torch.randn(2, 6, 12, generator=g)
-    cases = [_Case("self-attention, B=2, n=4", (x, x, x)), _Case("cross-attention, n=4, m=6", (x, memory, memory))]
+    value = torch.randn(2, 6, 12, generator=g)  # not the keys: projecting values from keys must show
+    cross_error = _ErrorHint(
+        "fails on cross-attention",
+        lambda error: True,
+        "your module runs on self-attention but raises on cross-attention, where query, key and value are three "
+        "different tensors with n=4 and m=6 positions: project the keys from `key` and the values from `value`, and "
+        "use m = key.shape[1] wherever the keys' length is meant (not n = query.shape[1]).",
+    )
+    cases = [
+        _Case("self-attention, B=2, n=4", (x, x, x)),
+        _Case("cross-attention, n=4, m=6", (x, memory, value), error_hints=(cross_error,)),
+    ]
     mistakes = [
         _Mistake(
             "scaled by sqrt(d_model)",
@@ -528,9 +1208,34 @@ def check_multi_head_attention(module_class: type) -> Verdict:
             "heads split with view/reshape straight to (B, h, n, d_k), no transpose: the output shape is right but "
             "each head mixes positions.",
         ),
+        _Mistake(
+            "no output projection",
+            _mha_variant(reference, no_w_o=True),
+            "the heads are concatenated but w_o is never applied: W^O (§3.2.2) projects the concatenation, "
+            "return self.w_o(concat), weights.",
+        ),
+        _Mistake(
+            "values projected from the keys",
+            _mha_variant(reference, key_for_value=True),
+            "the values are computed from `key` (self.w_v(key)): in cross-attention key and value are different "
+            "tensors; project the values from `value`.",
+        ),
+        _Mistake(
+            "keys projected from the values",
+            _mha_variant(reference, value_for_key=True),
+            "the keys are computed from `value` (self.w_k(value)): in cross-attention key and value are different "
+            "tensors; project the keys from `key`.",
+        ),
+        _Mistake(
+            "weights averaged over heads",
+            _mha_variant(reference, mean_weights=True),
+            "the weights are averaged over the heads, (B, n, m): return one weight matrix per head, (B, h, n, m).",
+        ),
     ]
     with torch.no_grad():
-        return _check(exercise, answer, reference, cases, mistakes, hint, names=("output", "weights"))
+        return _check(
+            exercise, answer, reference, cases, mistakes, hint, recipe, names=("output", "weights"), notes=tuple(notes)
+        )
 
 
 # --- notebook 04: causal masks ---------------------------------------------------------------
@@ -565,16 +1270,23 @@ def check_causal_mask(make_causal_mask: Callable) -> Verdict:
         causal_mask,
         cases,
         mistakes,
-        "row i is a query and may see the keys j <= i: which triangle of an (n, n) boolean matrix is that, "
-        "diagonal included? (torch.tril keeps one triangle.)",
+        "row i is a query and column j a key; query i may see the keys j <= i, never a later one (§3.2.3). Which "
+        "triangle of an (n, n) boolean matrix is that, and is the diagonal in it?",
+        "torch.ones(n, n, dtype=torch.bool).tril() (tril keeps the lower triangle, diagonal included), or "
+        "torch.arange(n)[:, None] >= torch.arange(n).",
     )
 
 
 # --- notebook 05: positional encoding --------------------------------------------------------
 
 
-def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False):
-    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=False, start=0):
+    position = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
+    if per_dimension:  # every dimension j its own exponent j / d_model
+        angle = position / 10000.0 ** (torch.arange(d_model, dtype=torch.float64) / d_model)
+        pe = torch.empty(max_len, d_model, dtype=torch.float64)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle[:, 0::2]), torch.cos(angle[:, 1::2])
+        return pe.float()
     dims = torch.arange(0, d_model, 2, dtype=torch.float64)
     exponent = (dims / 2) / d_model if exponent_dim else dims / d_model
     angle = position / 10000.0**exponent
@@ -585,7 +1297,9 @@ def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False):
 
 
 def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
-    """Exercise 05.1: ``make_positional_encoding(max_len, d_model) -> (max_len, d_model)``, §3.5."""
+    """Exercise 05.1: ``make_positional_encoding(max_len, d_model) -> (max_len, d_model)``, §3.5.
+
+    Compared with ``rtol=1e-4, atol=1e-5``; any floating dtype is accepted."""
     cases = [_Case("max_len=6, d_model=4", (6, 4)), _Case("max_len=50, d_model=16", (50, 16))]
     mistakes = [
         _Mistake(
@@ -597,6 +1311,18 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
             "exponent uses i instead of 2i",
             lambda max_len, d_model: _pe_variant(max_len, d_model, exponent_dim=True),
             "the exponent is i / d_model; the paper's is 2i / d_model, where 2i is the even dimension index.",
+        ),
+        _Mistake(
+            "exponent per dimension",
+            lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=True),
+            "each dimension j got its own exponent j / d_model, so the cosine in dimension 2i + 1 has a different "
+            "frequency from the sine in 2i. The pair shares one frequency, 1 / 10000^(2i / d_model): use the even "
+            "index 2i for both.",
+        ),
+        _Mistake(
+            "positions start at 1",
+            lambda max_len, d_model: _pe_variant(max_len, d_model, start=1),
+            "the positions run 1 .. max_len; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1): torch.arange(max_len).",
         ),
         _Mistake(
             "sines and cosines in halves",
@@ -613,18 +1339,29 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
         positional_encoding,
         cases,
         mistakes,
-        "angle = pos / 10000 ** (2i / d_model) for the even dimensions 2i = 0, 2, 4, ...; sin on even, cos on odd.",
+        "§3.5: the dimensions come in pairs (2i, 2i + 1) that share one frequency, 1 / 10000^(2i / d_model); the even "
+        "one holds the sine of position × frequency, the odd one the cosine. Positions are 0 .. max_len - 1.",
+        "angle = pos / 10000 ** (two_i / d_model) with pos = torch.arange(max_len)[:, None] and two_i = "
+        "torch.arange(0, d_model, 2); pe[:, 0::2] = torch.sin(angle); pe[:, 1::2] = torch.cos(angle).",
     )
 
 
 # --- notebook 06: the encoder block ----------------------------------------------------------
 
 
-def _block_parts(block: EncoderBlock):
-    def attention(x, mask):
-        return block.self_attn(x, x, x, mask)[0]
+class _SelfAttention(nn.Module):
+    """``attention(x, mask)``: the block's multi-head self-attention, its output only."""
 
-    return attention, block.feed_forward, block.norm1, block.norm2
+    def __init__(self, attention: MultiHeadAttention):
+        super().__init__()
+        self.attention = attention
+
+    def forward(self, x, mask=None):
+        return self.attention(x, x, x, mask)[0]
+
+
+def _block_parts(block: EncoderBlock):
+    return _SelfAttention(block.self_attn), block.feed_forward, block.norm1, block.norm2
 
 
 def _post_norm(x, mask, attention, feed_forward, norm1, norm2):
@@ -637,31 +1374,42 @@ def _pre_norm(x, mask, attention, feed_forward, norm1, norm2):
     return x + feed_forward(norm2(x))
 
 
-def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Verdict:
-    """Exercise 06.1/06.2: ``encoder_block(x, mask, attention, feed_forward, norm1, norm2) -> (B, n, d_model)``.
+def _norm_inside(x, mask, a, f, n1, n2):
+    x = x + n1(a(x, mask))
+    return x + n2(f(x))
 
-    ``attention(x, mask)`` is multi-head self-attention's output; the other
-    three are modules. With ``norm_first=False`` the answer must be the paper's
-    post-norm layer (§3.1), with ``True`` the pre-norm one.
-    """
-    with torch.random.fork_rng():  # leave the reader's random state alone
-        torch.manual_seed(10)
-        block = EncoderBlock(16, 4, 32, norm_first=norm_first).eval()
-        with torch.no_grad():  # distinct gains and biases, so swapping norm1 and norm2 shows
-            for norm in (block.norm1, block.norm2):
-                norm.weight.uniform_(0.5, 1.5)
-                norm.bias.normal_(0.0, 0.5)
-    parts = _block_parts(block)
-    g = _generator(11)
-    cases = [
-        _Case("B=2, n=5, no mask", (torch.randn(2, 5, 16, generator=g), None, *parts)),
-        _Case("B=2, n=5, padding mask", (torch.randn(2, 5, 16, generator=g), padding_mask([5, 3], 5), *parts)),
+
+def _residual_from_normalised(x, mask, a, f, n1, n2):
+    h = n1(x)
+    x = h + a(h, mask)
+    h = n2(x)
+    return h + f(h)
+
+
+def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
+    same_norm = [
+        _Mistake(
+            "same norm twice",
+            lambda x, mask, a, f, n1, n2, pick=pick: reference(x, mask, a, f, pick(n1, n2), pick(n1, n2)),
+            "the same LayerNorm is used for both sub-layers: norm1 goes with the attention sub-layer, norm2 with the "
+            "feed-forward one (each has its own gain and bias).",
+        )
+        for pick in (lambda n1, n2: n1, lambda n1, n2: n2)
     ]
-    reference, swapped = (_pre_norm, _post_norm) if norm_first else (_post_norm, _pre_norm)
+    norm_inside = _Mistake(
+        "norm inside the residual",
+        _norm_inside,
+        "x + LayerNorm(Sublayer(x)): the norm is applied to the sub-layer's output only. "
+        + (
+            "Pre-norm normalises the sub-layer's input, x + Sublayer(LayerNorm(x))."
+            if norm_first
+            else "Post-norm normalises the sum, LayerNorm(x + Sublayer(x)) (§3.1)."
+        ),
+    )
     mistakes = [
         _Mistake(
             "post-norm and pre-norm swapped",
-            swapped,
+            _post_norm if norm_first else _pre_norm,
             "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's post-norm is LayerNorm(x + Sublayer(x))."
             if not norm_first
             else "this is the post-norm block, LayerNorm(x + Sublayer(x)); pre-norm is x + Sublayer(LayerNorm(x)).",
@@ -683,29 +1431,98 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
             else (lambda x, mask, a, f, n1, n2: f(n2(a(n1(x), mask)))),
             "the residual connections are missing: each sub-layer's input must be added back (x + ...).",
         ),
+        _Mistake(
+            "sub-layers in the wrong order",
+            lambda x, mask, a, f, n1, n2: reference(x, mask, lambda y, mask: f(y), lambda y: a(y, mask), n1, n2),
+            "the feed-forward sub-layer comes first: in the encoder layer (§3.1) self-attention comes first (with "
+            "norm1), then the feed-forward network (with norm2).",
+        ),
+        *same_norm,
+        norm_inside,
     ]
-    name = "Exercise 06.2 pre-norm block" if norm_first else "Exercise 06.1 post-norm block"
-    with torch.no_grad():
-        return _check(
-            name,
-            encoder_block,
-            reference,
-            cases,
-            mistakes,
-            "x + Sublayer(LayerNorm(x)) for each of the two sub-layers."
-            if norm_first
-            else "LayerNorm(x + Sublayer(x)) for each of the two sub-layers: attention with norm1, then FFN with norm2.",
+    if norm_first:
+        mistakes.append(
+            _Mistake(
+                "residual from the normalised x",
+                _residual_from_normalised,
+                "the residual adds the normalised x, LayerNorm(x) + Sublayer(LayerNorm(x)): pre-norm keeps the "
+                "un-normalised x on the residual path, x + Sublayer(LayerNorm(x)). Normalise only the sub-layer's "
+                "input.",
+            )
         )
+        for final in (
+            lambda x, n1, n2: n1(x),
+            lambda x, n1, n2: n2(x),
+            lambda x, n1, n2: F.layer_norm(x, x.shape[-1:]),
+        ):
+            mistakes.append(
+                _Mistake(
+                    "final LayerNorm in the block",
+                    lambda x, mask, a, f, n1, n2, final=final: final(_pre_norm(x, mask, a, f, n1, n2), n1, n2),
+                    "the block ends with a LayerNorm: in pre-norm the final LayerNorm belongs to the stack, once "
+                    "after the last layer, not to each block. Return x + feed_forward(norm2(x)) as it is.",
+                )
+            )
+    return mistakes
+
+
+def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Verdict:
+    """Exercise 06.1/06.2: ``encoder_block(x, mask, attention, feed_forward, norm1, norm2) -> (B, n, d_model)``.
+
+    ``attention(x, mask)`` is multi-head self-attention's output; the other
+    three are modules (from an ``EncoderBlock`` in ``eval()`` mode). With
+    ``norm_first=False`` the answer must be the paper's post-norm layer (§3.1),
+    with ``True`` the pre-norm one.
+    """
+    with torch.random.fork_rng():  # leave the reader's random state alone
+        torch.manual_seed(10)
+        block = EncoderBlock(16, 4, 32, norm_first=norm_first).eval()
+        with torch.no_grad():  # distinct gains and biases, so swapping norm1 and norm2 shows
+            for norm in (block.norm1, block.norm2):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.normal_(0.0, 0.5)
+    parts = _block_parts(block)
+    g = _generator(11)
+    cases = [
+        _Case("B=2, n=5, no mask", (torch.randn(2, 5, 16, generator=g), None, *parts)),
+        _Case("B=2, n=5, padding mask", (torch.randn(2, 5, 16, generator=g), padding_mask([5, 3], 5), *parts)),
+    ]
+    reference = _pre_norm if norm_first else _post_norm
+    name = "Exercise 06.2 pre-norm block" if norm_first else "Exercise 06.1 post-norm block"
+    if norm_first:
+        hint = (
+            "pre-norm (section 5): normalise each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)). The "
+            "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 "
+            "before the feed-forward network; the block ends with the second sum, no norm after it."
+        )
+        recipe = "x = x + attention(norm1(x), mask); return x + feed_forward(norm2(x))."
+    else:
+        hint = (
+            "§3.1: each sub-layer is wrapped as LayerNorm(x + Sublayer(x)): add the sub-layer's input to its output "
+            "(the residual), then normalise the sum. Attention (with the mask) and norm1 first, then the "
+            "feed-forward network and norm2."
+        )
+        recipe = "x = norm1(x + attention(x, mask)); return norm2(x + feed_forward(x))."
+    with torch.no_grad():
+        return _check(name, encoder_block, reference, cases, _block_mistakes(norm_first, reference), hint, recipe)
 
 
 # --- notebook 07: task targets ---------------------------------------------------------------
 
 
-def _reverse_without_pad(tokens, lengths):
-    """The reverse targets with whatever the gather left at the padded positions (a classic slip)."""
+def _reverse_variant(tokens, lengths, *, shift=0, pad=True):
+    """Reverse targets reading token len - 1 - i + shift (clamped into the row), PAD written or not."""
     lengths = torch.as_tensor(lengths)
-    source = (lengths[:, None] - 1 - torch.arange(tokens.shape[1])).clamp(min=0)
-    return tokens.gather(1, source)
+    positions = torch.arange(tokens.shape[1])
+    source = (lengths[:, None] - 1 - positions + shift).clamp(0, tokens.shape[1] - 1)
+    targets = tokens.gather(1, source)
+    return targets.masked_fill(positions >= lengths[:, None], tasks.PAD) if pad else targets
+
+
+OFF_BY_ONE_REVERSE = (
+    "position i takes token len - 1 - i (for i = 0 that is len - 1, the last real token; positions start at 0), "
+    "not len - i or len - 2 - i."
+)
 
 
 def check_reverse_targets(reverse_targets: Callable) -> Verdict:
@@ -716,31 +1533,50 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
     g = _generator(12)
     tokens = torch.randint(1, 9, (4, 6), generator=g)
     lengths = torch.tensor([6, 4, 1, 3])
-    padded = tokens.masked_fill(torch.arange(6) >= lengths[:, None], 0)
+    padded_positions = torch.arange(6) >= lengths[:, None]
+    padded = tokens.masked_fill(padded_positions, 0)
+    regions = {"the padded positions": padded_positions, "the real positions (not the padding)": ~padded_positions}
     cases = [
         _Case("4 sequences of length 6", (torch.randint(1, 9, (4, 6), generator=g), torch.full((4,), 6))),
-        _Case("lengths [6, 4, 1, 3], right-padded with 0", (padded, lengths)),
+        _Case("lengths [6, 4, 1, 3], right-padded with 0", (padded, lengths), regions),
     ]
     mistakes = [
         _Mistake(
             "whole row flipped",
             lambda t, lengths: t.flip(1),
             "the whole padded row is flipped, so the padding moves to the front and every real token lands "
-            "len - n places too far right. Reverse each sequence within its own length: position i takes "
+            "n - len places too far right. Reverse each sequence within its own length: position i takes "
             "token len - 1 - i.",
         ),
         _Mistake(
             "padding not PAD",
-            _reverse_without_pad,
+            lambda t, lengths: _reverse_variant(t, lengths, pad=False),
             "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
         ),
+        *(
+            _Mistake(
+                "off by one",
+                lambda t, lengths, s=s: _reverse_variant(t, lengths, shift=s),
+                "an off-by-one in the source index: " + OFF_BY_ONE_REVERSE,
+            )
+            for s in (1, -1)
+        ),
     ]
+    out_of_range = _ErrorHint(
+        "off by one",
+        lambda error: isinstance(error, IndexError) or "out of bounds" in str(error) or "out of range" in str(error),
+        "an index ran past the end of a row, an off-by-one: " + OFF_BY_ONE_REVERSE,
+    )
     return _check(
         "Exercise 07.1 reverse targets",
         reverse_targets,
         tasks.reverse_targets,
         cases,
         mistakes,
-        "for each position i build the source index lengths[:, None] - 1 - i (clamp it at 0), gather from the "
-        "tokens, then write PAD (0) where i >= length.",
+        "reverse each row within its own length (flipping the whole row is right only without padding): find, for "
+        "every position, the index of the token it takes, read the tokens at those indices, then overwrite the "
+        "padded positions with PAD.",
+        "source = (lengths[:, None] - 1 - torch.arange(n)).clamp(min=0); targets = tokens.gather(1, source); then "
+        "targets.masked_fill(torch.arange(n) >= lengths[:, None], PAD).",
+        error_hints=(out_of_range,),
     )

@@ -60,11 +60,19 @@ window.MathJax = {
     + """/tex-svg-full.js"></script>"""
 )
 
+# A readable measure on a wide screen: the page is centred and at most PAGE_WIDTH wide, so code and
+# figures (up to about 1400 px at the series' 130 dpi) keep their room, while prose (paragraphs, lists,
+# headings, quotes in markdown cells) stops at PROSE_MEASURE, about 90 characters a line. Tables and
+# diagrams in markdown cells are not limited. tests/test_site.py measures the line length in Chromium.
+PAGE_WIDTH = "1500px"
+PROSE_MEASURE = "72ch"
 SITE_CSS = """<style>
+body.jp-Notebook { max-width: PAGE_WIDTH; margin-left: auto; margin-right: auto; }
+.jp-RenderedMarkdown > :is(p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6) { max-width: PROSE_MEASURE; }
 .site-nav { max-width: 1100px; margin: 0.5em auto; padding: 0.4em 1em; font-family: var(--jp-ui-font-family, sans-serif);
   font-size: 14px; display: flex; justify-content: space-between; gap: 1em; border-bottom: 1px solid #ddd; }
 .site-nav a { text-decoration: none; }
-</style>"""
+</style>""".replace("PAGE_WIDTH", PAGE_WIDTH).replace("PROSE_MEASURE", PROSE_MEASURE)
 
 # nbconvert's JupyterLab template, minus everything it would fetch from a CDN: require.js (only
 # needed by widgets and JavaScript outputs, which these notebooks do not have), MathJax (replaced

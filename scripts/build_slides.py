@@ -60,6 +60,7 @@ from build_html import (
 )  # scripts/build_html.py, next to this file
 from jinja2 import FileSystemLoader
 from nbconvert import SlidesExporter
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "build" / "slides"
@@ -135,6 +136,220 @@ def split_at_sections(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 cells.append(piece)
     nb.cells = cells
     return nb
+
+
+# Cell tags that change a cell on the slides only (the notebook reads as before).
+HIDE_INPUT = "slide-hide-input"  # show only the output (plotting boilerplate)
+OUTPUT_FRAGMENT = "slide-output-fragment"  # the output (and the checks that end the cell) on the next key press
+KEEP_TEXT = "slide-keep-text"  # show the whole markdown cell (a table, a checklist), no cut to the notes
+FIGURE_TAG = "slide-figure"  # set by this script on the copy of a cell that shows one figure alone
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+_BOLD_LEAD = re.compile(r"^\*\*[^*]+?\*\*:?\s*")
+# Inline code, inline math and links are copied whole: a full stop inside them ends no sentence.
+_PROTECTED = re.compile(r"`[^`]*`|\$[^$]+\$|\[[^\]]*\]\([^)]*\)")
+_ABBREVIATIONS = ("e.g.", "i.e.", "al.", "cf.", "vs.", "Eq.", "Eqs.", "Fig.", "approx.", "resp.", "etc.")
+
+
+def _blocks(source: str) -> list[str]:
+    """A markdown cell's blocks: separated by blank lines (not inside a fenced code block or $$...$$), a
+    heading line always a block of its own, and a list apart from the paragraph line above it."""
+    blocks, current, fence, math = [], [], False, False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if not fence and not math and not stripped:
+            if current:
+                blocks.append(current)
+            current = []
+            continue
+        if not fence and not math and _HEADING.match(line):
+            if current:
+                blocks.append(current)
+            blocks.append([line])
+            current = []
+            continue
+        if not fence and not math and current and _LIST_ITEM.match(line) and not _LIST_ITEM.match(current[0]):
+            blocks.append(current)  # a list right under a paragraph line
+            current = []
+        current.append(line)
+        if _FENCE.match(line):
+            fence = not fence
+        elif not fence:
+            math ^= stripped.count("$$") % 2 == 1
+    if current:
+        blocks.append(current)
+    return ["\n".join(b) for b in blocks]
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a paragraph: up to the first ., ! or ? that a space and a capital (or code,
+    math, emphasis) follow, outside code, math and links, and not after an abbreviation such as "e.g.".
+    A bold lead-in (``**Step 2: scale.**``) counts as part of the sentence that follows it."""
+    lead = _BOLD_LEAD.match(text)
+    start = lead.end() if lead else 0
+    masked = _PROTECTED.sub(lambda m: "X" * len(m.group(0)), text)  # capital: code after a full stop starts one
+    for m in re.finditer(r"[.!?](?=\s+[A-Z*`$(\"'\[_])", masked[start:]):
+        end = start + m.end()
+        if not masked[:end].endswith(_ABBREVIATIONS):
+            return text[:end].rstrip()
+    return text.rstrip()
+
+
+LONG_LIST = 6  # a list of more items shows only the bold lead-ins of those that have one (a checklist)
+
+
+def _list_firsts(block: str) -> str:
+    """A list with each top-level item cut to its marker and first sentence (nested lines dropped); in a list
+    of more than LONG_LIST items, an item that opens with a bold lead-in keeps only the lead-in."""
+    items, current = [], None
+    for line in block.splitlines():
+        if _LIST_ITEM.match(line) and len(line) - len(line.lstrip()) < 2:
+            current = [line]
+            items.append(current)
+        elif current is not None and line.strip() and not _LIST_ITEM.match(line.lstrip()):
+            current.append(line.strip())
+        elif current is not None:
+            current = None  # a nested list: its lines stay in the notes
+    shown = []
+    for item in items:
+        marker = _LIST_ITEM.match(item[0]).group(0)
+        text = " ".join([item[0][len(marker) :], *item[1:]]).strip()
+        lead = _BOLD_LEAD.match(text)
+        shown.append(marker + (lead.group(0).strip() if lead and len(items) > LONG_LIST else first_sentence(text)))
+    return "\n".join(shown)
+
+
+def slide_text(source: str) -> str:
+    """What a markdown cell shows on its slide (the rule of the module docstring): headings, display math,
+    diagrams and code blocks whole; the first sentence of the first paragraph, of every paragraph that
+    opens with a bold lead-in and of every list item; no table, quote, indented block (the rest of a list
+    item) or other paragraph."""
+    shown, seen_prose = [], False
+    for block in _blocks(source):
+        first = block.lstrip()
+        indent = len(block) - len(block.lstrip(" "))
+        if _HEADING.match(block) or (
+            indent < 2 and (first.startswith(("$$", "```", "~~~", "<")) or _DIAGRAM.fullmatch(block))
+        ):
+            shown.append(block)
+        elif _LIST_ITEM.match(block) and indent < 2:
+            shown.append(_list_firsts(block))
+            seen_prose = True
+        elif indent >= 2 or first.startswith(("|", ">")):
+            continue
+        else:
+            if not seen_prose or _BOLD_LEAD.match(first):
+                shown.append(first_sentence(block))
+            seen_prose = True
+    return "\n\n".join(shown)
+
+
+def _notes_text(source: str) -> str:
+    """A markdown cell's text for the speaker notes: all of it but the diagrams."""
+    return "\n\n".join(b for b in _blocks(source) if not _DIAGRAM.fullmatch(b))
+
+
+def _notes_cell(source: str, cell_id: str) -> nbformat.NotebookNode:
+    notes = nbformat.v4.new_markdown_cell(source, metadata={"slideshow": {"slide_type": "notes"}})
+    notes.id = cell_id
+    return notes
+
+
+def _split_trailing_checks(source: str) -> tuple[str, str]:
+    """A code cell's source cut before its closing block of checks (``assert ...`` and
+    ``torch.testing.assert_close(...)`` lines after the last blank line), so that the answer they state is
+    revealed with the output; ("source", "") when the cell does not end in such a block."""
+    lines = source.rstrip().splitlines()
+    blank = max((i for i, line in enumerate(lines) if not line.strip()), default=-1)
+    tail = lines[blank + 1 :]
+    statements = [line for line in tail if line.strip() and not line[0].isspace() and not line.startswith("#")]
+    checks = re.compile(r"^(assert\b|torch\.testing\.assert_close\(|assert_close\()")
+    if blank < 0 or not statements or not all(checks.match(line) for line in statements):
+        return source, ""
+    return "\n".join(lines[:blank]).rstrip(), "\n".join(tail)
+
+
+def _is_figure(output: nbformat.NotebookNode) -> bool:
+    return output.get("output_type") in ("display_data", "execute_result") and "image/png" in output.get("data", {})
+
+
+def _piece(cell: nbformat.NotebookNode, suffix: str, kind: str, source: str, outputs: list, hide: bool):
+    piece = copy.deepcopy(cell)
+    piece.id = f"{cell.get('id', 'cell')[:50]}-{suffix}"
+    piece.source, piece.outputs = source, outputs
+    piece.metadata["slideshow"] = {"slide_type": kind}
+    if hide or not source.strip():
+        piece.metadata["transient"] = {"remove_source": True}
+    return piece
+
+
+def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The copy of nb that becomes the deck (after split_at_sections): explanations cut to the speaker notes,
+    figures on sub-slides of their own, and the cell tags of the module docstring applied."""
+    nb = split_at_sections(nb)
+    cells, intro = [], None  # intro: the full text of the last markdown cell shown, for a figure's notes
+    after_figure = False  # what follows a figure starts a new sub-slide, so the figure stays alone
+    for cell in nb.cells:
+        kind, tags = slide_type(cell) or "-", set(cell.get("metadata", {}).get("tags", []))
+        if kind in ("skip", "notes"):
+            cells.append(cell)
+            continue
+        if after_figure and kind in ("-", "fragment"):
+            kind = "subslide"
+            cell.metadata["slideshow"] = {"slide_type": kind}
+        after_figure = False
+        if kind == "slide":
+            intro = None
+        if cell.cell_type == "markdown":
+            cells.append(cell)
+            notes = _notes_text(cell.source)
+            intro = notes
+            if KEEP_TEXT not in tags:
+                shown = slide_text(cell.source)
+                if " ".join(shown.split()) != " ".join(notes.split()):
+                    cell.source = shown
+                    cells.append(_notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes"))
+            continue
+        if cell.cell_type != "code":
+            cells.append(cell)
+            continue
+        hide = HIDE_INPUT in tags
+        figures = [o for o in cell.outputs if _is_figure(o)]
+        others = [o for o in cell.outputs if not _is_figure(o)]
+        pieces = []
+        if OUTPUT_FRAGMENT in tags:
+            head, checks = _split_trailing_checks(cell.source)
+            if not hide:
+                pieces.append(_piece(cell, "in", kind, head, [], hide))
+            if others or (checks and not hide):
+                pieces.append(_piece(cell, "out", "fragment", "" if hide else checks, others, hide))
+        elif others or not hide:
+            pieces.append(_piece(cell, "in", kind, cell.source, others, hide))
+        for k, figure in enumerate(figures):
+            fig = _piece(cell, f"fig{k}", "subslide", "", [figure], True)
+            fig.metadata["tags"] = [*fig.metadata.get("tags", []), FIGURE_TAG]
+            pieces.append(fig)
+            if intro:
+                pieces.append(_notes_cell(intro, f"{fig.id}-notes"))
+        if pieces and kind == "slide" and slide_type(pieces[0]) != "slide":
+            pieces[0].metadata["slideshow"] = {"slide_type": "slide"}  # the section still starts a slide
+        after_figure = bool(figures)
+        cells.extend(pieces)
+    nb.cells = cells
+    return nb
+
+
+def _wrap_code_lines(page: str) -> str:
+    """Each line of highlighted code in a span that wraps with a hanging indent (slides.css, ``.line``):
+    its continuation lines start 4 characters right of the line's own indentation."""
+
+    def replace(match: re.Match) -> str:
+        indent = len(match.group(1))
+        return f'<span class="line" style="--indent: {indent}ch">{match.group(1)}'
+
+    page = re.sub(r'<span id="L-\d+">( *)', replace, page)
+    return re.sub(r'\n</span>(?=<span class="line"|</pre>)', "</span>", page)
 
 
 def _link_decks(page: str, notebook: Path, decks: dict[Path, str]) -> str:
@@ -232,6 +447,8 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
             stale.unlink()
 
     exporter = SlidesExporter(
+        # each code line in its own span, for the hanging indent of wrapped lines (_wrap_code_lines)
+        config=Config({"Highlight2HTML": {"extra_formatter_options": {"linespans": "L"}}}),
         extra_loaders=[FileSystemLoader(str(TEMPLATE_DIR))],
         template_file="deck.html.j2",
         reveal_url_prefix=REVEAL_DIR,
@@ -252,8 +469,8 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
             "metadata": {"name": title, "path": str(path.parent)},
             "deck": {"mathjax": MATHJAX_HEAD.replace("{prefix}", ""), "css": "slides.css"},
         }
-        page, _ = exporter.from_notebook_node(split_at_sections(nb), resources=resources)
-        page = _link_decks(page, path.resolve(), decks)
+        page, _ = exporter.from_notebook_node(slides_of(nb), resources=resources)
+        page = _wrap_code_lines(_link_decks(page, path.resolve(), decks))
         # The speaker view copies the notes' HTML into its own window, without MathJax's styles and glyph
         # cache, so typeset math would come out garbled there: notes keep their TeX source ($d_k$) instead.
         page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')

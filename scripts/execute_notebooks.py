@@ -23,11 +23,18 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+# language_info as the kernel reports it, less what depends on the machine that ran it: "version"
+# (the Python patch release) would change every notebook's JSON, and the HTML built from it, whenever
+# someone with another Python re-executes.
+KEEP_LANGUAGE_INFO = ("codemirror_mode", "file_extension", "mimetype", "name", "nbconvert_exporter", "pygments_lexer")
 
 
 def clean(nb: nbformat.NotebookNode) -> None:
+    """Reduce the notebook's and every cell's metadata to what does not depend on who ran it."""
     nb.metadata = {k: v for k, v in nb.metadata.items() if k in KEEP_NOTEBOOK_METADATA}
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    language = nb.metadata.get("language_info", {})
+    nb.metadata["language_info"] = {k: v for k, v in language.items() if k in KEEP_LANGUAGE_INFO}
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "slideshow")}
 
@@ -61,7 +68,8 @@ def main(argv: list[str]) -> None:
     for path in paths:
         elapsed = execute(path)
         size = path.stat().st_size / 1e3
-        print(f"{path.relative_to(ROOT)}: {elapsed:.1f} s, {size:.0f} kB", flush=True)
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"{name}: {elapsed:.1f} s, {size:.0f} kB", flush=True)
 
 
 if __name__ == "__main__":

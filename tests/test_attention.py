@@ -101,6 +101,26 @@ def test_fully_masked_row_is_zero_with_finite_gradients():
     assert q.grad[0, 1].abs().sum() == 0, "a query that attends to nothing gets no gradient"
 
 
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+def test_fully_masked_row_makes_no_nan_even_inside_autograd():
+    """The fill is finfo.min, not -inf: no NaN appears even in intermediate results.
+
+    With -inf a fully masked row's softmax is 0/0 = NaN; zeroing it afterwards hides the NaN in the
+    output and (through masked_fill's backward) in the gradients, but anomaly detection still
+    reports it, and so would any code that reads the softmax before the zeroing.
+    """
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 3, 4, generator=g, requires_grad=True)
+    k = torch.randn(2, 5, 4, generator=g, requires_grad=True)
+    v = torch.randn(2, 5, 4, generator=g, requires_grad=True)
+    mask = random_mask((2, 3, 5), g, keep_one_per_row=True)
+    mask[1, 2] = False
+    with torch.autograd.detect_anomaly(check_nan=True):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        (out.sum() + weights.pow(2).sum()).backward()
+    assert (out[1, 2] == 0).all() and all(torch.isfinite(t.grad).all() for t in (q, k, v))
+
+
 def test_sdpa_gradcheck_float64():
     g = torch.Generator().manual_seed(3)
     q = torch.randn(2, 3, 4, dtype=torch.float64, generator=g, requires_grad=True)
@@ -344,3 +364,144 @@ def test_mha_bad_input(q_shape, kv_shapes, mask, message):
     mha = MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match=message):
         mha(torch.randn(q_shape), torch.randn(kv_shapes[0]), torch.randn(kv_shapes[1]), mask)
+
+
+# --- tests that each catch one specific plausible bug ----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sdpa_low_precision_with_a_fully_masked_row(dtype):
+    """finfo(dtype).min, not a fixed -1e9 (which overflows float16), keeps half precision finite."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)
+    mask = random_mask((2, 3, 5), g, keep_one_per_row=True)
+    mask[0, 1] = False  # one query with no allowed key
+    expected_out, expected_weights = scaled_dot_product_attention(q, k, v, mask)
+    q_low, k_low, v_low = (t.to(dtype).requires_grad_() for t in (q, k, v))
+    out, weights = scaled_dot_product_attention(q_low, k_low, v_low, mask)
+    assert out.dtype == weights.dtype == dtype
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    assert (out[0, 1] == 0).all() and (weights[0, 1] == 0).all()
+    tol = 1e-2 if dtype == torch.float16 else 5e-2
+    torch.testing.assert_close(out.float(), expected_out, atol=tol, rtol=tol)
+    torch.testing.assert_close(weights.float(), expected_weights, atol=tol, rtol=tol)
+    out.float().sum().backward()
+    assert all(torch.isfinite(t.grad).all() for t in (q_low, k_low, v_low))
+
+
+def _attention_with_minus_inf(query, key, value, attn_mask=None, dropout_p=0.0, **kwargs):
+    """A stand-in for the fused kernel that fills masked scores with -inf: NaN for a query with no allowed key."""
+    assert dropout_p == 0.0 and not kwargs
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ value
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+def test_fused_path_guard_for_queries_with_no_allowed_key(monkeypatch, per_head):
+    """The fast path must not rely on the kernel's behaviour for empty rows (torch 2.13's CPU kernel gives 0)."""
+    calls = []
+
+    def stand_in(*args, **kwargs):
+        calls.append(1)
+        return _attention_with_minus_inf(*args, **kwargs)
+
+    # The stand-in really does produce NaN for an empty row, so this test can fail.
+    nan_row = _attention_with_minus_inf(
+        torch.randn(1, 2), torch.randn(3, 2), torch.randn(3, 2), torch.zeros(1, 3).bool()
+    )
+    assert torch.isnan(nan_row).all()
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, bias=False)
+    x = torch.randn(3, 4, 8, requires_grad=True)
+    mask = padding_mask([4, 2, 0], 4).expand(3, 4, 4).clone()  # sequence 2 is all padding
+    mask[0, 1] = False  # and query 1 of sequence 0 may attend to nothing
+    if per_head:
+        mask = mask[:, None].repeat(1, 2, 1, 1)
+        mask[1, 0, 3] = False  # query 3 of sequence 1 has no key in head 0 only
+    expected, _ = mha(x, x, x, mask)  # the weights path, already tested against PyTorch
+    monkeypatch.setattr(F, "scaled_dot_product_attention", stand_in)
+    out, _ = mha(x, x, x, mask, need_weights=False)
+    assert calls, "the fast path no longer calls F.scaled_dot_product_attention; update this test"
+    assert torch.isfinite(out).all()
+    assert (out[2] == 0).all() and (out[0, 1] == 0).all()
+    torch.testing.assert_close(out, expected, atol=ATOL, rtol=1e-4)
+    grads = torch.autograd.grad(out.pow(2).sum() + out.sum(), [x, *mha.parameters()])
+    assert all(torch.isfinite(grad).all() for grad in grads)
+    assert (grads[0][2] == 0).all(), "an all-padding sequence gets no gradient"
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_self_attention_shortcut_only_when_query_key_and_value_are_one_tensor(need_weights):
+    """mha(x, x, y) and friends must equal the same call with equal but distinct tensors."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2)
+    x, y = torch.randn(2, 4, 8), torch.randn(2, 4, 8)
+    for q, k, v in [(x, x, y), (x, y, x), (y, x, x), (x, x, x)]:
+        out, weights = mha(q, k, v, need_weights=need_weights)
+        ref_out, ref_weights = mha(q.clone(), k.clone(), v.clone(), need_weights=need_weights)
+        torch.testing.assert_close(out, ref_out, atol=ATOL, rtol=1e-4)
+        if need_weights:
+            torch.testing.assert_close(weights, ref_weights, atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("self_attention", [True, False])
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_mha_training_dropout_returns_the_weights_it_uses(self_attention, use_mask):
+    """In training with dropout, the returned weights are the post-dropout ones, as nn.MultiheadAttention's.
+
+    Both modules draw one dropout mask of the same shape in the same order, so under one seed
+    their outputs and returned weights agree to float rounding.
+    """
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, dropout=0.4).train()
+    ref = torch_multihead_attention(mha)
+    x = torch.randn(3, 5, 8)
+    kv = x if self_attention else torch.randn(3, 6, 8)
+    m = kv.shape[1]
+    mask = padding_mask([m, 3, 0], m) if use_mask else None
+    ref_kwargs = {"key_padding_mask": ~mask[:, 0, :]} if use_mask else {}
+    torch.manual_seed(1)
+    out, weights = mha(x, kv, kv, mask)
+    torch.manual_seed(1)
+    ref_out, ref_weights = ref(x, kv, kv, average_attn_weights=False, **ref_kwargs)
+    # The formula, under the same seed: dropout on the eval-mode (softmax) weights.
+    mha.eval()
+    _, clean = mha(x, kv, kv, mask)
+    torch.manual_seed(1)
+    torch.testing.assert_close(weights, F.dropout(clean, 0.4))
+    # In eval mode nothing is dropped and each row sums to 1; in training some entries are
+    # dropped and the kept ones scaled by 1 / (1 - p), so rows no longer sum to 1.
+    assert torch.allclose(clean[:2].sum(-1), torch.ones(()))
+    assert (weights[:2] == 0).sum() > (clean[:2] == 0).sum()
+    assert not torch.allclose(weights[:2].sum(-1), torch.ones(()))
+    if use_mask:  # PyTorch gives NaN for the all-padding sequence; we give zeros
+        assert (weights[2] == 0).all() and torch.isfinite(out).all()
+        out, ref_out, weights, ref_weights = out[:2], ref_out[:2], weights[:2], ref_weights[:2]
+    torch.testing.assert_close(out, ref_out, atol=ATOL, rtol=1e-4)
+    torch.testing.assert_close(weights, ref_weights, atol=ATOL, rtol=1e-4)
+
+
+def test_mha_dropout_mask_is_drawn_over_the_whole_weights_tensor():
+    """Same seed, same dropout mask on the weights: the fused path and the weights path agree in training."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2, dropout=0.3).train()
+    x = torch.randn(2, 5, 8)
+    torch.manual_seed(3)
+    slow, _ = mha(x, x, x)
+    torch.manual_seed(3)
+    fast, _ = mha(x, x, x, need_weights=False)
+    torch.testing.assert_close(slow, fast, atol=ATOL, rtol=1e-4)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_reference_module_copies_training_mode_and_bias(bias):
+    mha = MultiHeadAttention(8, 2, dropout=0.1, bias=bias)
+    for training in (True, False, True):
+        mha.train(training)
+        ref = torch_multihead_attention(mha)
+        assert all(module.training == training for module in ref.modules())
+        assert ref.dropout == 0.1 and ref.batch_first
+    assert (ref.in_proj_bias is not None) == bias and (ref.out_proj.bias is not None) == bias

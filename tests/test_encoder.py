@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -208,3 +209,108 @@ def test_base_model_layer_parameter_count():
     assert sum(p.numel() for p in block.parameters()) == attention + feed_forward + norms == 3_152_384
     ref = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
     assert sum(p.numel() for p in ref.parameters()) == 3_152_384
+
+
+# --- tests that each catch one specific plausible bug ----------------------------------------
+
+
+def _randomise_norms(module: nn.Module, seed: int) -> None:
+    """Give every LayerNorm random gains and biases: at their identity init, swapped norms look alike."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for norm in (m for m in module.modules() if isinstance(m, nn.LayerNorm)):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=g))
+            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=g))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_block_with_random_norms_equals_torch(norm_first):
+    torch.manual_seed(6)
+    block = EncoderBlock(8, 2, 12, norm_first=norm_first)
+    _randomise_norms(block, 0)
+    ref = torch_encoder_layer(block)
+    x = torch.randn(2, 5, 8)
+    mask = padding_mask([5, 3], 5)
+    for need_weights in (True, False):
+        out, _ = block(x, mask, need_weights=need_weights)
+        torch.testing.assert_close(out, ref(x, src_key_padding_mask=~mask[:, 0, :]), atol=1e-5, rtol=1e-4)
+
+
+def test_encoder_stack_with_random_norms_equals_block_by_block():
+    torch.manual_seed(7)
+    enc = Encoder(2, 8, 2, 12, norm_first=True)
+    _randomise_norms(enc, 1)
+    x = torch.randn(2, 4, 8)
+    expected = x
+    for block in enc.layers:
+        expected = torch_encoder_layer(block)(expected)
+    expected = F.layer_norm(expected, (8,), enc.norm.weight, enc.norm.bias)
+    torch.testing.assert_close(enc(x)[0], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_feed_forward_dropout_in_training_matches_the_formula():
+    """Dropout sits after the ReLU (as in nn.TransformerEncoderLayer): same seed, same result."""
+    torch.manual_seed(0)
+    ff = FeedForward(6, 10, dropout=0.4).train()
+    x = torch.randn(3, 4, 6)
+    torch.manual_seed(1)
+    out = ff(x)
+    hidden = torch.relu(x @ ff.linear1.weight.T + ff.linear1.bias)  # (B, n, d_ff)
+    torch.manual_seed(1)
+    torch.testing.assert_close(out, F.dropout(hidden, 0.4) @ ff.linear2.weight.T + ff.linear2.bias)
+    torch.testing.assert_close(ff.eval()(x), hidden @ ff.linear2.weight.T + ff.linear2.bias)
+
+
+def test_positional_encoding_dropout_in_training_matches_the_formula():
+    module = PositionalEncoding(8, max_len=10, dropout=0.5).train()
+    x = torch.randn(2, 6, 8)
+    torch.manual_seed(1)
+    out = module(x)
+    torch.manual_seed(1)
+    torch.testing.assert_close(out, F.dropout(x + positional_encoding(10, 8)[:6], 0.5))
+    torch.testing.assert_close(module.eval()(x), x + positional_encoding(10, 8)[:6])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_encoder_block_dropout_in_training_matches_the_formula(norm_first, need_weights):
+    """Every dropout of §5.4 in its place, under one seed: attention weights, sub-layer outputs, inside the FFN.
+
+    (PyTorch's layer cannot be compared draw for draw: its attention output is a transposed view,
+    so its dropout masks land on other elements.)
+    """
+    p = 0.3
+    torch.manual_seed(0)
+    block = EncoderBlock(8, 2, 12, dropout=p, norm_first=norm_first).train()
+    _randomise_norms(block, 2)
+    x = torch.randn(3, 5, 8)
+    mask = padding_mask([5, 3, 2], 5)
+    torch.manual_seed(1)
+    out, _ = block(x, mask, need_weights=need_weights)
+
+    def ffn(y):
+        ff = block.feed_forward
+        return ff.linear2(F.dropout(torch.relu(ff.linear1(y)), p))
+
+    torch.manual_seed(1)
+    attn, norm1, norm2 = block.self_attn, block.norm1, block.norm2
+    if norm_first:
+        y = norm1(x)
+        y = x + F.dropout(attn(y, y, y, mask, need_weights=need_weights)[0], p)
+        expected = y + F.dropout(ffn(norm2(y)), p)
+    else:
+        y = norm1(x + F.dropout(attn(x, x, x, mask, need_weights=need_weights)[0], p))
+        expected = norm2(y + F.dropout(ffn(y), p))
+    torch.testing.assert_close(out, expected)
+    assert attn.dropout == p
+
+
+def test_reference_encoder_layer_copies_mode_and_dropout():
+    block = EncoderBlock(8, 2, 12, dropout=0.2, norm_first=True)
+    for training in (True, False, True):
+        block.train(training)
+        ref = torch_encoder_layer(block)
+        assert all(module.training == training for module in ref.modules())
+    assert ref.norm_first and ref.self_attn.dropout == 0.2
+    assert ref.dropout.p == ref.dropout1.p == ref.dropout2.p == 0.2
+    assert ref.linear1.out_features == 12

@@ -50,9 +50,10 @@ def returns_none(*args):
 
 @pytest.mark.parametrize("checker", [ex.check_attention, ex.check_masked_attention, ex.check_causal_mask])
 def test_stubs_are_not_attempted_with_a_hint(checker):
-    for answer in (stub, returns_none):
-        verdict = checker(answer)
-        assert verdict.status == "not attempted" and "Hint:" in str(verdict)
+    verdict = checker(stub)
+    assert verdict.status == "not attempted" and "Hint:" in str(verdict)
+    verdict = checker(returns_none)  # an attempt that forgot `return`
+    assert verdict.status == "failed" and verdict.mistake == "no return" and "forget `return`" in str(verdict)
 
 
 def test_attention_checker():
@@ -71,7 +72,7 @@ def test_attention_checker_reports_shapes_and_errors():
 
     assert ex.check_attention(lambda q, k, v: attention_right(q, k, v)[::-1]).mistake == "outputs swapped"
     verdict = ex.check_attention(output_only)
-    assert verdict.status == "failed" and "expected 2 returned value(s) (output, weights), got 1" in str(verdict)
+    assert verdict.mistake == "wrong return type" and "return a tuple (output, weights)" in str(verdict)
 
     def crashes(q, k, v):
         return q @ k  # forgot the transpose
@@ -212,7 +213,7 @@ def test_multi_head_attention_checker():
             self.query = nn.Linear(d_model, d_model)
 
     verdict = ex.check_multi_head_attention(WrongNames)
-    assert verdict.status == "failed" and "w_q, w_k, w_v, w_o" in str(verdict)
+    assert verdict.status == "failed" and "Your module has no parameter named w_q" in str(verdict)
 
     class Misspelled(nn.Module):
         def __init__(self, d_model, num_heads):

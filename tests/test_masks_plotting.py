@@ -128,3 +128,91 @@ def test_plot_layers_heads_grid():
 def test_plot_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def _panels(fig):
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def test_auto_colour_limit_ignores_empty_panels():
+    # 3 heads in 2 columns: the fourth panel is empty (NaN), so a plain max would give a NaN limit.
+    weights = torch.full((3, 2, 2), 0.2)
+    weights[1, 0, 0] = 0.3
+    fig = plot_heads(weights, cols=2, vmax=None)
+    assert len(_panels(fig)) == 3
+    for ax in _panels(fig):
+        assert ax.get_images()[0].get_clim() == pytest.approx((0.0, 0.3))
+    layers = torch.full((2, 2, 3, 3), 0.25)
+    layers[1, 1, 0, 0] = float("nan")  # a NaN weight is skipped too
+    clim = plot_layers_heads(layers, vmax=None).axes[0].get_images()[0].get_clim()
+    assert clim == pytest.approx((0.0, 0.25))
+
+
+def test_near_uniform_map_spreads_its_colours():
+    weights = torch.tensor([[0.24, 0.26, 0.25, 0.25], [0.25, 0.25, 0.23, 0.27]])
+    mask = torch.tensor([[True, True, True, False]])
+    clim = plot_attention(weights * mask, mask=mask, vmin=None, vmax=None).axes[0].get_images()[0].get_clim()
+    assert clim == pytest.approx((0.23, 0.26)), "limits from the allowed cells only (the masked column is left out)"
+    clim = plot_heads(weights[None].expand(2, 2, 4), vmin=None, vmax=None).axes[0].get_images()[0].get_clim()
+    assert clim == pytest.approx((0.23, 0.27))
+    flat = plot_attention(torch.full((2, 2), 0.5), vmin=None, vmax=None).axes[0].get_images()[0].get_clim()
+    assert flat[0] < flat[1] == pytest.approx(0.5), "a flat map still gets a drawable colour range"
+
+
+def _texts(fig):
+    fig.canvas.draw()  # creates the colour bar's tick labels
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: plot_attention(torch.rand(3, 4), list("abc"), list("wxyz"), mask=causal_mask(4)[1:], title="one"),
+        lambda: plot_attention(torch.rand(12, 20), title="no labels, no annotations"),
+        lambda: plot_heads(torch.rand(3, 4, 4), list("abcd"), list("abcd"), title="heads", annotate=True),
+        lambda: plot_layers_heads(torch.rand(2, 2, 3, 3), title="layers", cell_size=1.5),
+    ],
+    ids=["attention", "attention-large", "heads", "layers-heads"],
+)
+def test_figures_are_sized_for_a_projector(make):
+    fig = make()
+    assert 120 <= fig.dpi <= 150, f"figures at {fig.dpi} dpi: blurry on a projector or HiDPI screen"
+    texts = _texts(fig)
+    assert texts
+    small = [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < 9]
+    assert not small, f"text under 9 pt: {small}"
+    titles = [ax.title for ax in fig.axes if ax.get_title()] + ([fig._suptitle] if fig._suptitle else [])
+    assert titles
+    assert all(t.get_fontsize() >= 11 for t in titles), [(t.get_text(), t.get_fontsize()) for t in titles]
+
+
+def test_grid_axes_named_on_the_outer_panels():
+    fig = plot_heads(torch.rand(6, 3, 5), list("abc"), list("vwxyz"), cols=4)
+    panels = _panels(fig)
+    assert [ax.get_ylabel() for ax in panels] == ["queries", "", "", "", "queries", ""]
+    # the lowest panel of each column names the keys: heads 2 and 3 have no panel below them
+    assert [ax.get_xlabel() for ax in panels] == ["", "", "keys", "keys", "keys", "keys"]
+    fig = plot_layers_heads(torch.rand(2, 2, 3, 3))
+    assert [ax.get_ylabel() for ax in _panels(fig)] == ["query position $i$", "", "query position $i$", ""]
+    assert [ax.get_xlabel() for ax in _panels(fig)] == ["", "", "key position $j$", "key position $j$"]
+
+
+def test_short_key_labels_stay_upright():
+    short = plot_attention(torch.rand(3, 4), key_labels=["the", "cat", "sat", "on"])
+    assert {t.get_rotation() for t in short.axes[0].get_xticklabels()} == {0.0}
+    long = plot_attention(torch.rand(3, 12), key_labels=[f"token-{i}" for i in range(12)])
+    assert {t.get_rotation() for t in long.axes[0].get_xticklabels()} == {90.0}
+    grid = plot_layers_heads(torch.rand(1, 2, 6, 6), key_labels=["birds", "sing", "loudly", *["<pad>"] * 3])
+    assert {t.get_rotation() for t in grid.axes[0].get_xticklabels()} == {90.0}, "six 5-letter labels in 1.8 in"
+
+
+def test_masked_cells_carry_a_dark_cross():
+    mask = torch.tensor([[True, False, False], [True, True, False]])
+    ax = plot_attention(torch.rand(2, 3) * mask, mask=mask).axes[0]
+    (crosses,) = [c for c in ax.collections if c.get_label() == "masked"]
+    assert len(crosses.get_segments()) == 2 * 3, "two strokes for each of the 3 masked cells"
+    centres = sorted({tuple(np.round(s.mean(axis=0), 6)) for s in crosses.get_segments()})
+    assert centres == [(1.0, 0.0), (2.0, 0.0), (2.0, 1.0)], "crosses sit on the masked cells (column, row)"
+    red, green, blue, _ = crosses.get_edgecolor()[0]
+    assert max(red, green, blue) < 0.5, "a dark cross on the light grey, visible from the back of a room"
+    assert crosses.get_linewidth()[0] >= 1.5

@@ -8,6 +8,7 @@ oversized notebooks fail loudly instead.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -20,6 +21,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 MAX_BYTES = 1_000_000
+# The language_info fields that do not depend on the machine ("version" does), as the script that
+# re-executes the notebooks keeps them.
+_spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_script)
+KEEP_LANGUAGE_INFO = set(_script.KEEP_LANGUAGE_INFO)
 
 
 def test_there_are_notebooks():
@@ -56,6 +63,9 @@ def test_notebook_is_stored_executed_and_clean(path: Path):
             assert "application/vnd.jupyter.widget-view+json" not in data, f"{path.name}: widget output"
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: stray metadata {set(nb['metadata'])}"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    # What depends on the machine that ran the notebook (scripts/execute_notebooks.py strips it).
+    machine = set(nb["metadata"].get("language_info", {})) - set(KEEP_LANGUAGE_INFO)
+    assert not machine, f"{path.name}: machine-specific language_info {machine}; re-execute with the script"
     text = path.read_text()
     for pattern in (r"/work/", r"/home/", r"/root/", r"/tmp/", r"C:\\\\"):
         assert not re.search(pattern, text), f"{path.name}: contains a machine path matching {pattern!r}"
@@ -84,3 +94,14 @@ def test_ruff_format():
         [*_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, "run `ruff format .`\n" + result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "img").glob("*.svg")), ids=lambda p: p.name)
+def test_diagram_text_is_readable_on_a_projector(path: Path):
+    """Diagram text at the drawing's own size: body text >= 14 px, nothing (sub- and superscripts included) under 12."""
+    svg = path.read_text()
+    root = re.search(r"<svg\b[^>]*>", svg).group(0)
+    body = re.search(r'font-size="([0-9.]+)"', root)
+    assert body and float(body.group(1)) >= 14, f"{path.name}: body text under 14 px: {root}"
+    small = sorted({float(size) for size in re.findall(r'font-size="([0-9.]+)"', svg) if float(size) < 12})
+    assert not small, f"{path.name}: text of {small} px is unreadable on a projector"

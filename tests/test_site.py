@@ -5,7 +5,8 @@ The build runs once into a temporary folder. The index must link every notebook 
 local copy), show every stored figure and resolve every relative link. The last test opens the
 pages in headless Chromium with all network requests refused and checks that MathJax typeset every
 equation and every image decoded; it saves screenshots of the index and of notebook 01's page (marked ``browser``: it needs the system's Chromium, see
-tests/test_browser.py).
+tests/test_browser.py). Another browser test measures the prose at 1920x1080, a projector's screen:
+about 80-100 characters a line in markdown cells, while code may be wider.
 """
 
 from __future__ import annotations
@@ -188,3 +189,61 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
     )
     assert not network, f"pages asked for the network: {network}"
     assert not failed, f"requests failed: {failed}"
+
+
+# In the page: the line length, in characters, of the longest paragraphs of markdown cells (their width
+# over the average width of a character of their own text, in their own font), and the width of the
+# widest code cell.
+MEASURE_JS = """() => {
+    const paragraphs = Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown p'))
+        .filter(p => p.textContent.length > 300);
+    const measures = paragraphs.map(p => {
+        const text = p.textContent;
+        const probe = document.createElement('span');
+        probe.style.cssText = 'white-space: nowrap; position: absolute; visibility: hidden';
+        probe.textContent = text;
+        p.appendChild(probe);
+        const perCharacter = probe.getBoundingClientRect().width / text.length;
+        probe.remove();
+        return {characters: p.getBoundingClientRect().width / perCharacter, text: text.slice(0, 60)};
+    });
+    const code = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea-editor'))
+        .map(e => e.getBoundingClientRect().width);
+    const prose = Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown p'))
+        .map(p => p.getBoundingClientRect().width);
+    return {measures: measures, code: Math.max(0, ...code), prose: Math.max(0, ...prose)};
+}"""
+
+
+@pytest.mark.browser
+def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
+    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
+
+    require_browser()
+    site: Path = request.getfixturevalue("site")
+    from playwright.sync_api import sync_playwright
+
+    notebook = next(nb for nb in NOTEBOOKS if nb.name.startswith("02_"))
+    network: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+        )
+        try:
+            page = offline_context(browser, {"width": 1920, "height": 1080}, network).new_page()
+            page.goto(_page(site, notebook).as_uri(), wait_until="load", timeout=60_000)
+            page.evaluate(MATHJAX_JS)  # line lengths after the equations are typeset
+            found = page.evaluate(MEASURE_JS)
+            REPORT_DIR.mkdir(parents=True, exist_ok=True)
+            page.locator(".jp-MarkdownCell .jp-RenderedMarkdown p").nth(3).scroll_into_view_if_needed()
+            page.screenshot(path=str(REPORT_DIR / f"site-{notebook.stem}-1920x1080.png"))
+        finally:
+            browser.close()
+    assert len(found["measures"]) >= 3, f"{notebook.name}: too few long paragraphs to measure: {found}"
+    for measure in found["measures"]:
+        assert 60 <= measure["characters"] <= 100, (
+            f"{notebook.name} at 1920x1080: {measure['characters']:.0f} characters a line in {measure['text']!r}; "
+            "prose reads best at about 80-100"
+        )
+    assert found["code"] > 1.5 * found["prose"], f"code cells should be free to be wider than prose: {found}"
+    assert not network, f"the page asked for the network: {network}"

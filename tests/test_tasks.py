@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers.tasks import PAD, TASKS, TinyTransformer, make_batch
+from helpers.encoder import positional_encoding
+from helpers.tasks import PAD, TASKS, TinyTransformer, make_batch, reverse_targets
 
 
 def test_reverse_targets_with_padding():
@@ -115,3 +116,41 @@ def test_tiny_model_learns_reverse():
     anti_diagonal = torch.arange(seq_len).flip(0)
     hits = (weights[0].argmax(-1) == anti_diagonal).float().mean(dim=(0, 2))  # (h,)
     assert hits.max() > 0.95, hits
+
+
+# --- tests that each catch one specific plausible bug ----------------------------------------
+
+
+def test_reverse_targets_itself_fills_padding_with_pad():
+    """Called directly (make_batch writes PAD over padded targets again, which would hide a bug here)."""
+    tokens = torch.tensor([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12, 13, 14, 15], [3, 3, 3, 3, 3]])
+    lengths = torch.tensor([5, 3, 1, 0])
+    expected = [[5, 4, 3, 2, 1], [8, 7, 6, PAD, PAD], [11, PAD, PAD, PAD, PAD], [PAD] * 5]
+    assert reverse_targets(tokens, lengths).tolist() == expected
+    assert reverse_targets(tokens, [5, 3, 1, 0]).tolist() == expected
+
+
+def test_tiny_model_scales_the_embedding_by_sqrt_d_model_before_adding_positions():
+    """§3.4: the encoder sees embedding * sqrt(d_model) + PE."""
+    torch.manual_seed(0)
+    d_model = 16
+    model = TinyTransformer(10, 7, d_model=d_model, num_heads=2, d_ff=24, num_layers=1, max_len=12).eval()
+    tokens = torch.tensor([[1, 5, 9, 2, 0], [3, 3, 4, 0, 0]])
+    seen = []
+    model.encoder.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    logits, _ = model(tokens)
+    expected_input = model.embedding.weight[tokens] * math.sqrt(d_model) + positional_encoding(12, d_model)[:5]
+    torch.testing.assert_close(seen[0], expected_input)
+    expected_logits = model.output(model.encoder(expected_input)[0])
+    torch.testing.assert_close(logits, expected_logits)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_tiny_model_passes_its_settings_to_the_encoder(norm_first):
+    model = TinyTransformer(10, 7, d_model=16, num_heads=4, d_ff=24, num_layers=3, norm_first=norm_first)
+    assert len(model.encoder.layers) == 3
+    assert all(layer.norm_first == norm_first for layer in model.encoder.layers)
+    assert (model.encoder.norm is not None) == norm_first
+    assert model.encoder.layers[0].self_attn.num_heads == 4
+    assert model.encoder.layers[0].feed_forward.linear1.out_features == 24
+    assert model.output.out_features == 7 and model.embedding.num_embeddings == 10

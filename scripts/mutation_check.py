@@ -1,0 +1,707 @@
+"""Mutation check: do the unit tests notice small, plausible bugs in `helpers`?
+
+A maintainer tool, not run by `pytest`. From the repository root, in the activated environment:
+
+    python scripts/mutation_check.py               # every mutant (several minutes on 2 cores)
+    python scripts/mutation_check.py A03 E08       # only these mutants
+    python scripts/mutation_check.py --list        # list the mutants, run nothing
+
+Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py` or
+`tasks.py` (a wrong softmax axis, a flipped mask, a dropped residual, ...). The script copies `helpers/`,
+`tests/`, `conftest.py` and `pyproject.toml` into a temporary folder once, then for each mutant writes
+the edited module into that copy, runs only the unit tests of the edited module there
+(`pytest -x -q`, one thread, a fixed Hypothesis seed, `PYTHONPATH` pointing at the copy so that
+`import helpers` finds the mutant and not the editable install), and restores the module. The
+working tree is never written to, so other processes importing `helpers` meanwhile are unaffected.
+
+A mutant is *caught* when the tests fail (or error, or time out) and *survives* when they pass. The
+script first checks that the unedited copy passes and that each mutant's text occurs exactly once
+in its module (so an edit that no longer applies is reported, not silently skipped). Mutants marked
+`equivalent` change nothing observable (the reason is given); they are run and reported but left
+out of the score. The exit status is 1 when the caught share is below `--threshold` (default 0.95).
+
+Which tests run for which module (the module's own unit tests, plus the file that exercises it
+most directly where it has no test file of its own):
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TESTS = {
+    "attention.py": ["tests/test_attention.py"],
+    "masks.py": ["tests/test_masks_plotting.py", "tests/test_attention.py"],
+    "encoder.py": ["tests/test_encoder.py"],
+    "reference.py": ["tests/test_attention.py", "tests/test_encoder.py"],
+    "tasks.py": ["tests/test_tasks.py"],
+}
+__doc__ += "".join(f"\n    helpers/{module:<13} {' '.join(tests)}" for module, tests in TESTS.items()) + "\n"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    module: str
+    old: str
+    new: str
+    what: str
+    equivalent: str = ""  # why the edit cannot change behaviour, if it cannot
+    from_review: bool = False  # one of the edits of the review (§9), kept as regression checks
+
+
+M = Mutant
+MUTANTS = [
+    # --- helpers/attention.py ---------------------------------------------------------------
+    M(
+        "A01",
+        "attention.py",
+        "torch.softmax(scores, dim=-1)  #",
+        "torch.softmax(scores, dim=-2)  #",
+        "softmax over the queries (no mask)",
+    ),
+    M(
+        "A02",
+        "attention.py",
+        "torch.softmax(scores, dim=-1).masked_fill",
+        "torch.softmax(scores, dim=-2).masked_fill",
+        "softmax over the queries (with a mask)",
+    ),
+    M("A03", "attention.py", "/ math.sqrt(d_k)  #", "/ d_k  #", "scores divided by d_k, not sqrt(d_k)"),
+    M("A04", "attention.py", "d_k = query.shape[-1]\n", "d_k = query.shape[-2]\n", "d_k read from the positions axis"),
+    M(
+        "A05",
+        "attention.py",
+        "scores.masked_fill(~mask, torch.finfo",
+        "scores.masked_fill(mask, torch.finfo",
+        "mask meaning flipped (True = ignore)",
+    ),
+    M(
+        "A06",
+        "attention.py",
+        "torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)",
+        "torch.softmax(scores, dim=-1)",
+        "fully masked rows not zeroed (uniform weights)",
+    ),
+    M("A07", "attention.py", "torch.finfo(scores.dtype).min)", 'float("-inf"))', "fill with -inf (NaN rows)"),
+    M("A08", "attention.py", "torch.finfo(scores.dtype).min)", "-1e9)", "fill with -1e9", from_review=True),
+    M(
+        "A09",
+        "attention.py",
+        "attn_mask=mask, dropout_p=dropout_p)",
+        "attn_mask=mask, dropout_p=dropout_p, scale=self.d_model**-0.5)",
+        "fused path scaled by sqrt(d_model) instead of sqrt(d_k)",
+    ),
+    M(
+        "A10",
+        "attention.py",
+        "if query is key and key is value:",
+        "if query is key:",
+        "self-attention shortcut when only query is key",
+        from_review=True,
+    ),
+    M(
+        "A11",
+        "attention.py",
+        "q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)",
+        "q, v, k = F.linear(query, weight, bias).chunk(3, dim=-1)",
+        "stacked projection split in the wrong order",
+    ),
+    M(
+        "A12",
+        "attention.py",
+        "torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])",
+        "torch.cat([self.w_q.bias, self.w_v.bias, self.w_k.bias])",
+        "stacked biases in the wrong order",
+    ),
+    M(
+        "A13",
+        "attention.py",
+        "self.w_k = nn.Linear(d_model, d_model, bias=bias)",
+        "self.w_k = nn.Linear(d_model, d_model, bias=True)",
+        "bias=False ignored for W^K",
+    ),
+    M(
+        "A14",
+        "attention.py",
+        "dropout_p = self.dropout if self.training else 0.0",
+        "dropout_p = self.dropout",
+        "attention dropout also in eval mode",
+    ),
+    M(
+        "A15",
+        "attention.py",
+        "q = q.view(B, n, h, d_k).transpose(1, 2)",
+        "q = q.view(B, h, n, d_k)",
+        "queries split into heads without the transpose",
+    ),
+    M(
+        "A16",
+        "attention.py",
+        "concat = heads.transpose(1, 2).reshape(B, n, self.d_model)",
+        "concat = heads.reshape(B, n, self.d_model)",
+        "heads concatenated in the wrong order (no transpose back)",
+    ),
+    M(
+        "A17",
+        "attention.py",
+        "mask = mask.unsqueeze(-3)",
+        "mask = mask.unsqueeze(-2)",
+        "mask given a head axis in the wrong place",
+    ),
+    M(
+        "A18",
+        "attention.py",
+        "mask = mask | empty_rows",
+        "mask = mask",
+        "fused path's guard for empty rows removed",
+        from_review=True,
+    ),
+    M(
+        "A19",
+        "attention.py",
+        "empty_rows = ~mask.any(dim=-1, keepdim=True)",
+        "empty_rows = ~mask.all(dim=-1, keepdim=True)",
+        "empty rows detected with all() instead of any()",
+    ),
+    M(
+        "A20",
+        "attention.py",
+        "heads = heads.masked_fill(empty_rows, 0.0)",
+        "heads = heads",
+        "fused path leaves empty rows attending everywhere",
+    ),
+    M(
+        "A21",
+        "attention.py",
+        "weights = F.dropout(weights, dropout_p)\n                heads = weights @ v",
+        "heads = F.dropout(weights, dropout_p) @ v",
+        "pre-dropout weights returned in training (the old behaviour)",
+    ),
+    M(
+        "A22",
+        "attention.py",
+        "self.w_k(key), self.w_v(value)",
+        "self.w_k(key), self.w_k(value)",
+        "values projected with W^K",
+    ),
+    M("A23", "attention.py", "v = v.view(B, m, h, d_k)", "v = k.view(B, m, h, d_k)", "keys used as values"),
+    M(
+        "A24",
+        "attention.py",
+        "return self.w_o(concat), weights",
+        "return concat, weights",
+        "output projection W^O skipped",
+    ),
+    M(
+        "A25",
+        "attention.py",
+        "if key.shape[-2] != value.shape[-2]:",
+        "if key.shape[-1] != value.shape[-1]:",
+        "key/value check on the feature axis instead of positions",
+    ),
+    M(
+        "A26",
+        "attention.py",
+        "check_mask(mask, (B, self.num_heads, n, m))",
+        "check_mask(mask, (B, 1, n, m))",
+        "per-head masks rejected",
+    ),
+    M(
+        "A27",
+        "attention.py",
+        "query @ key.transpose(-2, -1)",
+        "query @ key.transpose(-2, -1).flip(-1)",
+        "keys taken in reverse order in the scores",
+    ),
+    # --- helpers/masks.py -------------------------------------------------------------------
+    M("K01", "masks.py", ".tril()", ".triu()", "causal mask of the future"),
+    M("K02", "masks.py", ".tril()", ".tril(-1)", "causal mask without the diagonal"),
+    M("K03", "masks.py", ".tril()", ".tril(1)", "causal mask showing one future key"),
+    M("K04", "masks.py", "positions < lengths[:, None]", "positions <= lengths[:, None]", "padding mask < vs <="),
+    M("K05", "masks.py", ".unsqueeze(1)  #", ".unsqueeze(-1)  #", "padding mask over queries instead of keys"),
+    M(
+        "K06",
+        "masks.py",
+        "max_len = int(lengths.max())\n",
+        "max_len = int(lengths.max()) + 1\n",
+        "default max_len one too long",
+    ),
+    M("K07", "masks.py", "int(lengths.min()) < 0", "int(lengths.min()) < 1", "length 0 rejected"),
+    M(
+        "K08",
+        "masks.py",
+        "if int(lengths.min()) < 0 or int(lengths.max()) > max_len:",
+        "if int(lengths.min()) < 0:",
+        "lengths above max_len accepted",
+    ),
+    # --- helpers/encoder.py -----------------------------------------------------------------
+    M(
+        "E01",
+        "encoder.py",
+        "pe[:, 0::2] = torch.sin(angle)",
+        "pe[:, 0::2] = torch.cos(angle)",
+        "cos in the even dimensions",
+    ),
+    M(
+        "E02",
+        "encoder.py",
+        "pe[:, 1::2] = torch.cos(angle)",
+        "pe[:, 1::2] = torch.sin(angle)",
+        "sin in the odd dimensions",
+    ),
+    M(
+        "E03",
+        "encoder.py",
+        "angle = position / 10000.0 **",
+        "angle = position / 1000.0 **",
+        "base 1000 instead of 10000",
+    ),
+    M(
+        "E04",
+        "encoder.py",
+        "torch.arange(0, d_model, 2, dtype=torch.float64)",
+        "torch.arange(0, d_model // 2, dtype=torch.float64)",
+        "exponent i / d_model instead of 2i / d_model",
+    ),
+    M(
+        "E05",
+        "encoder.py",
+        "angle = position / 10000.0 **",
+        "angle = position * 10000.0 **",
+        "frequency multiplied, not divided",
+    ),
+    M("E06", "encoder.py", "x + self.pe[:n])", "x + self.pe[1 : n + 1])", "positions start at 1"),
+    M(
+        "E07",
+        "encoder.py",
+        "return self.dropout(x + self.pe[:n])",
+        "return x + self.pe[:n]",
+        "positional-encoding dropout dropped",
+    ),
+    M(
+        "E08",
+        "encoder.py",
+        "torch.relu(self.linear1(x))",
+        "torch.nn.functional.gelu(self.linear1(x))",
+        "GELU instead of ReLU",
+    ),
+    M(
+        "E09",
+        "encoder.py",
+        "return self.linear2(self.dropout(torch.relu(self.linear1(x))))",
+        "return self.dropout(self.linear2(torch.relu(self.linear1(x))))",
+        "feed-forward dropout after linear2",
+        from_review=True,
+    ),
+    M(
+        "E10",
+        "encoder.py",
+        "return self.linear2(self.dropout(torch.relu(self.linear1(x))))",
+        "return self.linear2(torch.relu(self.dropout(self.linear1(x))))",
+        "feed-forward dropout before the ReLU",
+        equivalent="relu(dropout(z)) == dropout(relu(z)): dropout zeroes or scales by 1/(1-p) > 0, and the mask "
+        "is drawn on a tensor of the same shape in the same order",
+    ),
+    M(
+        "E11",
+        "encoder.py",
+        "MultiHeadAttention(d_model, num_heads, dropout=dropout)",
+        "MultiHeadAttention(d_model, num_heads)",
+        "attention dropout not passed to the block's attention",
+    ),
+    M(
+        "E12",
+        "encoder.py",
+        "x = self.norm1(x + attended)",
+        "x = self.norm1(attended)",
+        "post-norm attention residual dropped",
+    ),
+    M(
+        "E13",
+        "encoder.py",
+        "x = self.norm2(x + self.dropout2(self.feed_forward(x)))",
+        "x = self.norm2(self.dropout2(self.feed_forward(x)))",
+        "post-norm feed-forward residual dropped",
+    ),
+    M(
+        "E14",
+        "encoder.py",
+        "x = self.norm1(x + attended)",
+        "x = self.norm2(x + attended)",
+        "post-norm norm1/norm2 swapped",
+        from_review=True,
+    ),
+    M(
+        "E15",
+        "encoder.py",
+        "self.feed_forward(self.norm2(x))",
+        "self.feed_forward(self.norm1(x))",
+        "pre-norm uses norm1 twice",
+    ),
+    M("E16", "encoder.py", "x = x + attended", "x = attended", "pre-norm attention residual dropped"),
+    M("E17", "encoder.py", "if self.norm_first:", "if not self.norm_first:", "norm_first inverted"),
+    M(
+        "E18",
+        "encoder.py",
+        "return self.dropout1(out), weights",
+        "return out, weights",
+        "residual dropout after attention dropped",
+    ),
+    M(
+        "E19",
+        "encoder.py",
+        "x = x + self.dropout2(self.feed_forward(self.norm2(x)))",
+        "x = x + self.feed_forward(self.norm2(x))",
+        "pre-norm residual dropout after the feed-forward dropped",
+    ),
+    M(
+        "E20",
+        "encoder.py",
+        "nn.LayerNorm(d_model) if norm_first else None",
+        "nn.LayerNorm(d_model) if not norm_first else None",
+        "final LayerNorm on the wrong variant",
+    ),
+    M(
+        "E21",
+        "encoder.py",
+        "x, weights = layer(x, mask, need_weights=need_weights)",
+        "x, weights = layer(x, None, need_weights=need_weights)",
+        "mask not passed down the stack",
+    ),
+    M(
+        "E22",
+        "encoder.py",
+        "dropout=dropout, norm_first=norm_first) for _ in",
+        "dropout=dropout) for _ in",
+        "norm_first not passed to the stack's blocks",
+    ),
+    M(
+        "E23",
+        "encoder.py",
+        "self._attend(self.norm1(x), mask, need_weights)",
+        "self._attend(x, mask, need_weights)",
+        "pre-norm attends to the un-normalised input",
+    ),
+    M(
+        "E24",
+        "encoder.py",
+        "mask=mask, need_weights=need_weights)",
+        "mask=mask, need_weights=True)",
+        "need_weights ignored in the block",
+    ),
+    M("E25", "encoder.py", "x = self.norm(x)", "x = x", "final pre-norm LayerNorm not applied"),
+    M(
+        "E26",
+        "encoder.py",
+        "angle = position / 10000.0 ** (two_i / d_model)",
+        "angle = position / 10000.0 ** (two_i / (d_model - 1))",
+        "exponent divided by d_model - 1",
+    ),
+    # --- helpers/reference.py ---------------------------------------------------------------
+    M(
+        "R01",
+        "reference.py",
+        "return ref.train(mha.training)",
+        "return ref",
+        "attention copy always in training mode",
+        from_review=True,
+    ),
+    M(
+        "R02",
+        "reference.py",
+        "return ref.train(block.training)",
+        "return ref",
+        "encoder-layer copy always in training mode",
+    ),
+    M(
+        "R03",
+        "reference.py",
+        "torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight])",
+        "torch.cat([ours.w_k.weight, ours.w_q.weight, ours.w_v.weight])",
+        "W^Q and W^K stacked in the wrong order",
+    ),
+    M("R04", "reference.py", "ref.out_proj.bias.copy_(ours.w_o.bias)", "pass", "output bias not copied"),
+    M(
+        "R05",
+        "reference.py",
+        "ref.norm2.load_state_dict(block.norm2.state_dict())",
+        "ref.norm2.load_state_dict(block.norm1.state_dict())",
+        "norm2 copied from norm1",
+    ),
+    M("R06", "reference.py", "dropout=attn.dropout,", "dropout=0.0,", "dropout not copied to the encoder layer"),
+    M("R07", "reference.py", "bias=mha.w_q.bias is not None", "bias=True", "reference always has biases"),
+    M("R08", "reference.py", "norm_first=block.norm_first,", "norm_first=False,", "norm_first not copied"),
+    M(
+        "R09",
+        "reference.py",
+        "torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias])",
+        "torch.cat([ours.w_q.bias, ours.w_v.bias, ours.w_k.bias])",
+        "stacked biases copied in the wrong order",
+    ),
+    # --- helpers/tasks.py -------------------------------------------------------------------
+    M("T01", "tasks.py", "(lengths[:, None] - 1 - positions)", "(lengths[:, None] - positions)", "reverse off by one"),
+    M(
+        "T02",
+        "tasks.py",
+        "positions >= lengths[:, None], PAD",
+        "positions > lengths[:, None], PAD",
+        "reverse_targets leaves the first padded position unfilled",
+    ),
+    M(
+        "T03",
+        "tasks.py",
+        "tokens.masked_fill(~real, vocab_size).sort",
+        "tokens.masked_fill(~real, PAD).sort",
+        "sort puts padding first",
+    ),
+    M(
+        "T04",
+        "tasks.py",
+        "torch.randint(min_len, seq_len + 1,",
+        "torch.randint(min_len, seq_len,",
+        "lengths never reach seq_len",
+    ),
+    M(
+        "T05",
+        "tasks.py",
+        "torch.randint(1, vocab_size, (batch_size, seq_len)",
+        "torch.randint(0, vocab_size, (batch_size, seq_len)",
+        "PAD drawn as a real token",
+    ),
+    M(
+        "T06",
+        "tasks.py",
+        "targets = targets.masked_fill(~real, PAD)",
+        "targets = targets",
+        "padded targets not set to PAD",
+    ),
+    M(
+        "T07",
+        "tasks.py",
+        "self.embedding(tokens) * math.sqrt(self.d_model)",
+        "self.embedding(tokens)",
+        "embedding not scaled by sqrt(d_model)",
+        from_review=True,
+    ),
+    M(
+        "T08",
+        "tasks.py",
+        "self.embedding(tokens) * math.sqrt(self.d_model)",
+        "self.embedding(tokens) * self.d_model",
+        "embedding scaled by d_model",
+    ),
+    M("T09", "tasks.py", "std=d_model**-0.5", "std=d_model**0.5", "embedding initialised far too large"),
+    M("T10", "tasks.py", "if use_positions else None", "if not use_positions else None", "use_positions inverted"),
+    M(
+        "T11",
+        "tasks.py",
+        "Encoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first)",
+        "Encoder(num_layers, d_model, num_heads, d_ff)",
+        "norm_first not passed to the encoder",
+    ),
+    M(
+        "T12",
+        "tasks.py",
+        "self.encoder(x, mask, need_weights=need_weights)",
+        "self.encoder(x, None, need_weights=need_weights)",
+        "mask not passed to the encoder",
+    ),
+    M("T13", "tasks.py", "tokens.max(dim=1, keepdim=True)", "tokens.max(dim=0, keepdim=True)", "max over the batch"),
+    M(
+        "T14",
+        "tasks.py",
+        "same.sum(dim=-1)",
+        "same.sum(dim=-2)",
+        "count summed over the other axis",
+        equivalent="PAD never equals a real token, so the masked equality matrix is symmetric on real positions, "
+        "and padded targets are overwritten with PAD",
+    ),
+]
+
+
+PYTEST_ARGS = ["-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:xdist",
+               "-o", "addopts=", "--hypothesis-seed=0", "--no-header", "--tb=no", "-rfE"]  # fmt: skip
+
+
+def preload() -> None:
+    """Import the heavy libraries once, in this process, so that each forked test run skips that cost.
+
+    `helpers` itself must not be imported here: each fork imports the mutated copy afresh.
+    """
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    import hypothesis  # noqa: F401
+    import matplotlib
+    import numpy  # noqa: F401
+    import pytest  # noqa: F401
+    import torch
+    import torch.nn.functional
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    torch.set_num_threads(1)
+    assert "helpers" not in sys.modules
+
+
+def _forked(workdir: Path, log: Path, timeout: float, body) -> tuple[int | None, float]:
+    """Run ``body()`` (returning an exit code) in a forked child inside ``workdir``; its output goes to ``log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into the parent's code
+        code = 70
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            os.chdir(workdir)
+            sys.path.insert(0, str(workdir))  # before the editable install's finder
+            code = int(body())
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), time.perf_counter() - start
+        if time.perf_counter() - start > timeout:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None, time.perf_counter() - start
+        time.sleep(0.05)
+
+
+def run_tests(workdir: Path, tests: list[str], timeout: float, fork: bool) -> tuple[str, float, str]:
+    """Run `tests` in `workdir`; return ("pass" | "fail" | "timeout", seconds, a summary line)."""
+    shutil.rmtree(workdir / ".hypothesis", ignore_errors=True)  # no replay of an earlier mutant's failures
+    log = workdir / "pytest.log"
+    if fork:
+        import pytest
+
+        code, seconds = _forked(workdir, log, timeout, lambda: pytest.main([*tests, *PYTEST_ARGS]))
+    else:
+        env = {**os.environ, "PYTHONPATH": str(workdir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        start = time.perf_counter()
+        with log.open("w") as out:
+            try:
+                command = [sys.executable, "-m", "pytest", *tests, *PYTEST_ARGS]
+                code = subprocess.run(command, cwd=workdir, env=env, stdout=out, stderr=out, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                code = None
+        seconds = time.perf_counter() - start
+    if code is None:
+        return "timeout", seconds, ""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    # The first failing test's summary line, else the last line (e.g. "3 passed in 2.00s").
+    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    summary = (failed or lines or [""])[0 if failed else -1]
+    return ("pass" if code == 0 else "fail"), seconds, summary[:160]
+
+
+def imports_the_copy(workdir: Path, fork: bool) -> bool:
+    """Whether `import helpers`, as the test runs will do it, finds the copy in `workdir`."""
+    if fork:
+
+        def check() -> int:
+            import helpers
+
+            return 0 if Path(helpers.__file__).is_relative_to(workdir) else 1
+
+        return _forked(workdir, workdir / "import.log", 300, check)[0] == 0
+    env = {**os.environ, "PYTHONPATH": str(workdir)}
+    command = [sys.executable, "-c", "import helpers; print(helpers.__file__)"]
+    found = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
+    return found.stdout.startswith(str(workdir))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("ids", nargs="*", help="run only these mutants (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per mutant's test run")
+    parser.add_argument("--threshold", type=float, default=0.95, help="fail below this caught share")
+    parser.add_argument(
+        "--no-fork", action="store_true", help="start a fresh Python per run instead of forking a preloaded one"
+    )
+    args = parser.parse_args()
+
+    mutants = [m for m in MUTANTS if not args.ids or m.id in args.ids]
+    if args.ids and len(mutants) != len(set(args.ids)):
+        parser.error(f"unknown mutant ids: {sorted(set(args.ids) - {m.id for m in MUTANTS})}")
+    if args.list:
+        for m in mutants:
+            flag = " [equivalent]" if m.equivalent else (" [review]" if m.from_review else "")
+            print(f"{m.id}  helpers/{m.module:<13} {m.what}{flag}")
+        return 0
+
+    originals = {module: (ROOT / "helpers" / module).read_text() for module in TESTS}
+    for m in mutants:  # every edit must apply, exactly once, to the current source
+        count = originals[m.module].count(m.old)
+        if count != 1:
+            print(f"{m.id}: {m.old!r} occurs {count} times in helpers/{m.module}; update the mutant")
+            return 2
+
+    with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
+        work = Path(tmp)
+        shutil.copytree(ROOT / "helpers", work / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("conftest.py", "pyproject.toml"):
+            shutil.copy2(ROOT / name, work / name)
+        fork = hasattr(os, "fork") and not args.no_fork
+        if fork:
+            preload()
+        if not imports_the_copy(work, fork):
+            print(f"`import helpers` does not find the copy in {work}")
+            return 2
+        needed = sorted({t for m in mutants for t in TESTS[m.module]})
+        status, seconds, summary = run_tests(work, needed, args.timeout, fork)
+        print(f"unmutated copy: {' '.join(needed)}: {status} ({seconds:.0f} s)")
+        if status != "pass":
+            print(f"the unmutated tests must pass first: {summary}")
+            return 2
+
+        results = []
+        for m in mutants:
+            path = work / "helpers" / m.module
+            try:
+                path.write_text(originals[m.module].replace(m.old, m.new, 1))
+                status, seconds, summary = run_tests(work, TESTS[m.module], args.timeout, fork)
+            finally:
+                path.write_text(originals[m.module])
+            caught = status != "pass"
+            results.append((m, caught))
+            flag = " [equivalent]" if m.equivalent else (" [review]" if m.from_review else "")
+            verdict = "caught  " if caught else "SURVIVED"
+            print(f"{m.id} {verdict} {seconds:5.1f} s  helpers/{m.module:<13} {m.what}{flag}", flush=True)
+            if caught and summary:
+                print(f"      {summary}")
+
+    scored = [(m, caught) for m, caught in results if not m.equivalent]
+    n_caught = sum(caught for _, caught in scored)
+    new = [(m, caught) for m, caught in scored if not m.from_review]
+    print(
+        f"\ncaught {n_caught}/{len(scored)} ({n_caught / max(len(scored), 1):.1%}); "
+        f"new mutants only: {sum(c for _, c in new)}/{len(new)}; "
+        f"{len(results) - len(scored)} equivalent mutants left out of the score"
+    )
+    for m, caught in results:
+        if not caught:
+            print(f"  survivor {m.id} ({m.what})" + (f": equivalent, {m.equivalent}" if m.equivalent else ""))
+    return 0 if n_caught >= args.threshold * len(scored) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
