@@ -53,12 +53,14 @@ __all__ = [
     "check_attention",
     "check_causal_mask",
     "check_combine_heads",
+    "check_decoder_block",
     "check_encoder_block",
     "check_masked_attention",
     "check_multi_head_attention",
     "check_padding_mask",
     "check_positional_encoding",
     "check_reverse_targets",
+    "check_shift_right",
     "check_split_heads",
 ]
 
@@ -1580,3 +1582,261 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
         "targets.masked_fill(torch.arange(n) >= lengths[:, None], PAD).",
         error_hints=(out_of_range,),
     )
+
+
+# --- notebook 09: the whole Transformer ------------------------------------------------------
+
+
+def _shift_variant(targets, bos_id, *, how="right"):
+    bos = torch.full_like(targets[:, :1], bos_id)
+    if how == "left":
+        return torch.cat([targets[:, 1:], torch.zeros_like(bos)], dim=1)
+    if how == "roll":
+        return targets.roll(1, dims=1)
+    if how == "overwrite":
+        return torch.cat([bos, targets[:, 1:]], dim=1)
+    if how == "longer":
+        return torch.cat([bos, targets], dim=1)
+    if how == "no bos":
+        return torch.cat([torch.zeros_like(bos), targets[:, :-1]], dim=1)
+    if how == "bos 1":
+        return torch.cat([torch.ones_like(bos), targets[:, :-1]], dim=1)
+    return torch.cat([bos, targets[:, :-1]], dim=1)
+
+
+def check_shift_right(shift_right: Callable) -> Verdict:
+    """Exercise 09.1: ``shift_right(targets (B, n), bos_id) -> decoder input (B, n)`` (§3.1, teacher forcing)."""
+    from helpers.transformer import shift_right as reference
+
+    g = _generator(13)
+    full = torch.cat([torch.randint(5, 20, (2, 4), generator=g), torch.full((2, 1), 2)], dim=1)  # ... <eos>=2
+    padded = torch.tensor([[7, 8, 9, 2, 0, 0], [11, 12, 13, 14, 15, 2], [6, 2, 0, 0, 0, 0]])
+    cases = [
+        _Case("B=2, n=5, bos_id=1", (full, 1)),
+        _Case("B=3, n=6, right-padded with 0, bos_id=3", (padded, 3)),
+    ]
+    mistakes = [
+        _Mistake(
+            "shifted left",
+            lambda t, b: _shift_variant(t, b, how="left"),
+            "the targets are shifted left (targets[:, 1:]): position i then holds the token it must predict, "
+            "i + 1 steps ahead of what it may know. Shift right: <bos> first, then targets[:, :-1].",
+        ),
+        _Mistake(
+            "rolled",
+            lambda t, b: _shift_variant(t, b, how="roll"),
+            "torch.roll moves the last token (<eos> or <pad>) to the front instead of inserting <bos>: put bos_id "
+            "first and drop the last position.",
+        ),
+        _Mistake(
+            "first token overwritten",
+            lambda t, b: _shift_variant(t, b, how="overwrite"),
+            "bos_id overwrites the first target token, and nothing moves: every other position then sees the token "
+            "it must predict. Insert <bos> in front and drop the *last* position.",
+        ),
+        _Mistake(
+            "last position kept",
+            lambda t, b: _shift_variant(t, b, how="longer"),
+            "the result is one position longer than the targets: <bos> goes in front, and the last position must go, "
+            "so that the decoder's input and the targets have the same length n.",
+        ),
+        _Mistake(
+            "no <bos>",
+            lambda t, b: _shift_variant(t, b, how="no bos"),
+            "position 0 holds 0 (<pad>) instead of bos_id: the decoder's first input is the begin-of-sequence token.",
+        ),
+        _Mistake(
+            "bos hard-coded",
+            lambda t, b: _shift_variant(t, b, how="bos 1"),
+            "position 0 holds 1 whatever bos_id is: use the bos_id argument.",
+        ),
+    ]
+    return _check(
+        "Exercise 09.1 shift right",
+        shift_right,
+        reference,
+        cases,
+        mistakes,
+        "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
+        "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
+        "into position 0, and which target position no longer fits?",
+        "bos = torch.full_like(targets[:, :1], bos_id); return torch.cat([bos, targets[:, :-1]], dim=1).",
+    )
+
+
+def _decoder_block_variant(
+    x,
+    memory,
+    self_mask,
+    memory_mask,
+    sa,
+    ca,
+    f,
+    n1,
+    n2,
+    n3,
+    *,
+    order="self",
+    stale=False,
+    masks=(True, True),
+    norms=(0, 1, 2),
+    pre=False,
+    residual=True,
+):
+    """The post-norm decoder layer (§3.1), or one classic mistake of it."""
+    norm = [(n1, n2, n3)[i] for i in norms]
+    s_mask = self_mask if masks[0] else None
+    m_mask = memory_mask if masks[1] else None
+    first = x
+
+    def self_sub(y):
+        return sa(y, s_mask)
+
+    def cross_sub(y):
+        return ca(first if stale else y, memory, m_mask)
+
+    subs = [self_sub, cross_sub] if order == "self" else [cross_sub, self_sub]
+    for i, sub in enumerate([*subs, f]):
+        if pre:
+            x = x + sub(norm[i](x))
+        else:
+            x = norm[i](x + sub(x) if residual else sub(x))
+    return x
+
+
+class _CrossAttention(nn.Module):
+    """``cross_attention(queries, keys_and_values, mask)``: the block's cross-attention, its output only."""
+
+    def __init__(self, attention: MultiHeadAttention):
+        super().__init__()
+        self.attention = attention
+
+    def forward(self, queries, keys_and_values, mask=None):
+        return self.attention(queries, keys_and_values, keys_and_values, mask)[0]
+
+
+def _shape_text(*dims) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ")"
+
+
+def check_decoder_block(decoder_block: Callable) -> Verdict:
+    """Exercise 09.2: the paper's post-norm decoder layer (§3.1) from its parts.
+
+    ``decoder_block(x, memory, self_mask, memory_mask, self_attention, cross_attention, feed_forward, norm1, norm2,
+    norm3) -> (B, n, d_model)`` with ``self_attention(x, mask)`` and ``cross_attention(queries, keys_and_values,
+    mask)`` returning multi-head attention's output (from a ``DecoderBlock`` in ``eval()`` mode).
+    """
+    from helpers.decoder import DecoderBlock
+
+    with torch.random.fork_rng():  # leave the reader's random state alone
+        torch.manual_seed(14)
+        block = DecoderBlock(16, 4, 32).eval()
+        with torch.no_grad():  # distinct gains and biases, so swapping two norms shows
+            for norm in (block.norm1, block.norm2, block.norm3):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.normal_(0.0, 0.5)
+    parts = (_SelfAttention(block.self_attn), _CrossAttention(block.cross_attn), block.feed_forward)
+    parts = (*parts, block.norm1, block.norm2, block.norm3)
+    g = _generator(15)
+    cases = []
+    for B, n, m, lengths in ((2, 5, 7, [7, 4]), (3, 6, 4, [4, 1, 3])):
+        queries_from_memory = _ErrorHint(
+            "queries from memory",
+            lambda e, B=B, n=n, m=m: (
+                f"attention scores of shape {_shape_text(B, m, n)}" in str(e)
+                or f"mask of shape {_shape_text(n, n)} does not broadcast to the attention scores of shape "
+                f"{_shape_text(B, m, n)}"
+                in str(e)
+            ),
+            "the cross-attention takes its queries from the memory and its keys from x: cross_attention(queries, "
+            "keys_and_values, mask) needs the decoder's x as queries and the encoder's memory as keys and values "
+            "(§3.2.3), so the weights are (n target positions) x (m source tokens).",
+        )
+        masks_swapped = _ErrorHint(
+            "masks swapped or keys from x",
+            lambda e, B=B, n=n, m=m: (
+                f"mask of shape {_shape_text(B, 1, m)} does not broadcast to the attention "
+                f"scores of shape {_shape_text(B, n, n)}"
+                in str(e)
+                or f"mask of shape {_shape_text(n, n)} does not broadcast to the attention scores of shape "
+                f"{_shape_text(B, n, m)}"
+                in str(e)
+            ),
+            "a mask met the wrong attention: the causal self_mask (n x n) belongs to the self-attention, the source "
+            "memory_mask (B, 1, m) to the cross-attention. (The same error appears when the cross-attention reads "
+            "its keys and values from x instead of memory.)",
+        )
+        cases.append(
+            _Case(
+                f"B={B}, n={n} target positions, m={m} source positions, causal and padding masks",
+                (
+                    torch.randn(B, n, 16, generator=g),
+                    torch.randn(B, m, 16, generator=g),
+                    causal_mask(n),
+                    padding_mask(lengths, m),
+                    *parts,
+                ),
+                error_hints=(queries_from_memory, masks_swapped),
+            )
+        )
+    v = _decoder_block_variant
+    mistakes = [
+        _Mistake(
+            "cross-attention first",
+            lambda *a: v(*a, order="cross"),
+            "the cross-attention comes before the self-attention: §3.1 inserts the third sub-layer between the "
+            "masked self-attention and the feed-forward network (self, cross, FFN, with norm1, norm2, norm3).",
+        ),
+        _Mistake(
+            "pre-norm",
+            lambda *a: v(*a, pre=True),
+            "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's decoder is post-norm, "
+            "LayerNorm(x + Sublayer(x)) (§3.1).",
+        ),
+        _Mistake(
+            "causal mask ignored",
+            lambda *a: v(*a, masks=(False, True)),
+            "self_mask is not passed to the self-attention, so every target position sees the tokens after it: "
+            "self_attention(x, self_mask).",
+        ),
+        _Mistake(
+            "memory mask ignored",
+            lambda *a: v(*a, masks=(True, False)),
+            "memory_mask is not passed to the cross-attention, so padded source tokens receive attention: "
+            "cross_attention(x, memory, memory_mask).",
+        ),
+        _Mistake(
+            "cross-attention reads the block's input",
+            lambda *a: v(*a, stale=True),
+            "the cross-attention's queries are the block's input x, not the output of the first sub-layer: each "
+            "sub-layer reads the (normalised) result of the one before it.",
+        ),
+        _Mistake(
+            "no residual",
+            lambda *a: v(*a, residual=False),
+            "the residual connections are missing: each sub-layer's input must be added back before the norm, "
+            "LayerNorm(x + Sublayer(x)).",
+        ),
+        *(
+            _Mistake(
+                "norms swapped",
+                lambda *a, norms=norms: v(*a, norms=norms),
+                "the LayerNorms are mixed up: norm1 goes with the self-attention, norm2 with the cross-attention, "
+                "norm3 with the feed-forward network.",
+            )
+            for norms in ((0, 2, 1), (1, 0, 2), (2, 1, 0), (0, 0, 0), (0, 1, 1))
+        ),
+    ]
+    with torch.no_grad():
+        return _check(
+            "Exercise 09.2 decoder block",
+            decoder_block,
+            _decoder_block_variant,
+            cases,
+            mistakes,
+            "§3.1: three sub-layers, each wrapped as LayerNorm(x + Sublayer(x)): masked self-attention over x "
+            "(with self_mask) and norm1; then cross-attention with queries from the decoder and keys and values "
+            "from memory (with memory_mask) and norm2; then the feed-forward network and norm3.",
+            "x = norm1(x + self_attention(x, self_mask)); x = norm2(x + cross_attention(x, memory, memory_mask)); "
+            "return norm3(x + feed_forward(x)).",
+        )

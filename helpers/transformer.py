@@ -23,7 +23,7 @@ from helpers.decoder import Decoder
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import causal_mask
 
-__all__ = ["TABLE3", "Transformer"]
+__all__ = ["TABLE3", "Transformer", "shift_right"]
 
 TABLE3 = {
     # Table 3 rows with a parameter count: row -> (settings that differ from the base model, parameters in millions).
@@ -40,6 +40,25 @@ TABLE3 = {
     "(C) d_ff=4096": ({"d_ff": 4096}, 90),
     "big": ({"d_model": 1024, "d_ff": 4096, "num_heads": 16}, 213),
 }
+
+
+def shift_right(targets: torch.Tensor, bos_id: int) -> torch.Tensor:
+    """The decoder's input for teacher forcing (§3.1): ``<bos>``, then ``targets`` without their last position.
+
+    ``targets (B, n)`` integer ids -> ``(B, n)``: position ``i`` of the result holds target token ``i - 1``,
+    so the prediction at position ``i`` (which sees positions ``<= i`` only) is a prediction of token ``i``.
+    """
+    if not isinstance(targets, torch.Tensor) or targets.dim() != 2 or targets.is_floating_point():
+        got = (
+            f"{targets.dtype} of shape {tuple(targets.shape)}"
+            if isinstance(targets, torch.Tensor)
+            else type(targets).__name__
+        )
+        raise ValueError(f"targets must be integer token ids of shape (B, n), got {got}")
+    if not isinstance(bos_id, int) or isinstance(bos_id, bool) or bos_id < 0:
+        raise ValueError(f"bos_id must be a non-negative integer token id, got {bos_id!r}")
+    bos = torch.full_like(targets[:, :1], bos_id)  # (B, 1)
+    return torch.cat([bos, targets[:, :-1]], dim=1)  # (B, 1) + (B, n - 1) -> (B, n)
 
 
 def _positive_int(name: str, value) -> None:
@@ -104,7 +123,9 @@ class Transformer(nn.Module):
         self.tgt_embedding = self.src_embedding if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
         self.positional = PositionalEncoding(d_model, max_len=max_len, dropout=dropout)  # adds PE, then dropout
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first)
-        if d_k is not None or d_v is not None:  # helpers.encoder's blocks take the default widths; swap them
+        default = d_model // num_heads
+        if d_k not in (None, default) or d_v not in (None, default):
+            # helpers.encoder's blocks take the default widths d_model // h; give them the requested ones
             for layer in self.encoder.layers:
                 layer.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
         self.decoder = Decoder(
@@ -114,7 +135,7 @@ class Transformer(nn.Module):
         for embedding in [self.src_embedding] + ([] if share_embeddings else [self.tgt_embedding]):
             nn.init.normal_(embedding.weight, std=d_model**-0.5)
         if share_embeddings:
-            pass  # one Parameter, three uses (§3.4)
+            self.projection.weight = self.src_embedding.weight  # one Parameter, three uses (§3.4)
         else:
             nn.init.normal_(self.projection.weight, std=d_model**-0.5)
 

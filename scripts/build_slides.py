@@ -8,25 +8,59 @@ Run from the repository root, in the project's environment:
 The decks show the outputs stored in the notebooks (nothing is executed, so this takes seconds). A
 notebook gets a deck when at least one of its top-level cells has a slide type (in JupyterLab: the
 property inspector, "Slide Type"; stored as ``cell.metadata.slideshow.slide_type``). The series uses
-the types this way, the same in every notebook (tests/test_slides.py checks the first two points in notebooks 01-04):
+the types this way, the same in every presented notebook (tests/test_slides.py checks the first two
+points in notebooks 01-04 and 08):
 
 - ``slide`` (left/right arrow keys): the title cell and every cell that starts a ``## `` section, the
   summary, the exercises and "What's next" included;
 - ``skip``: housekeeping: the set-up cell, the exercise stubs and their checker cells, and a few
   secondary checks whose point the speaker notes carry;
 - ``subslide`` (up/down arrow keys): a step inside a section, the text that says why or what to look at
-  together with the code cell after it (``-``, same slide); code that does not fit under its text
-  (a long definition, a figure) gets a sub-slide of its own; each exercise statement;
+  together with the code cell after it (``-``, same slide); each exercise statement;
 - ``fragment``: a short follow-up revealed on the same slide by the next key press;
 - ``notes``: a conclusion or a digression that the presenter says rather than shows: in the speaker
   view (key ``s``), not on the slide.
 
+Cell tags that change a cell on the slides only (the notebook reads and runs as before):
+
+- ``slide-hide-input`` on a code cell: only its output shows (plotting boilerplate: the figure is the point);
+- ``slide-output-fragment`` on a code cell: its printed output appears on the next key press, for the
+  moments where the room predicts it first; a closing block of checks (the lines after the last blank
+  line, all ``assert ...`` or ``torch.testing.assert_close(...)``) appears with it, since it states the
+  answer;
+- ``slide-keep-text`` on a markdown cell: the whole cell shows, not cut as below.
+
+Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 canvas by 1.44):
+
+- One point per slide, the explanation in the speaker notes. A markdown cell shows on its slide its
+  headings, display equations, diagrams, code blocks and small tables (SMALL_TABLE words), and the *first
+  sentence* of its first paragraph, of every paragraph that opens with a bold lead-in (``**Step 2:
+  scale.** ...``) and of every list item (in a list of more than LONG_LIST items, only the bold lead-ins:
+  a checklist). Whenever that cuts anything, the whole cell (less its headings and diagrams) becomes the
+  speaker notes of that slide. Why this rule: the series writes topic sentences and bold lead-ins, so
+  first sentences read as the slide's claims, while a cut by paragraph left 60-150 words on a slide;
+  the notebooks stay written for reading, and the presenter has every word in the notes. A sub-slide
+  without text of its own (a figure, code that continues, a long output) gets the notes of the text
+  that introduced it, so nearly every slide has notes.
+- A figure (a PNG output) is alone on a sub-slide and fills it (slides.css: object-fit), whatever the
+  cell's slide type; the code that drew it stays on the slide before, with the text (or is hidden by
+  ``slide-hide-input``). What follows a figure starts a new sub-slide.
+- Code is 20px on the canvas (29 px on screen, about 14 pt), prose 26px (37 px, about 19 pt), the
+  sizes slide guides give for the back of a room; a line too long for the slide wraps with a hanging
+  indent (never a horizontal scroll bar) and nothing scrolls. Code longer than MAX_LINES screen lines is
+  cut at blank lines into consecutive sub-slides, and printed output that would not fit under its code
+  gets a sub-slide of its own. On a slide still too full, or for a printed line too wide, the deck's
+  script (slides_template/deck.html.j2) shrinks code and output, to 3/4 at most (22 px on screen); a
+  wider printed line then wraps at spaces, never inside a number.
+- The navigation arrows show only in the speaker view, so they never cover the projected slide; the slide
+  number sits bottom left in the slide's bottom padding.
+
 A markdown cell in which a ``## `` heading follows some text is split in two at the heading, and the
 part from the heading on starts a new slide, so that every section starts a slide whatever the cell
 boundaries; likewise a diagram (an image alone on its line) after some text starts a sub-slide, with
-the text after it. Long code above a figure is shown in a scroll box, so that the figure stays on the
-slide (scripts/slides_template/slides.css), and math in speaker notes stays TeX source (the speaker
-view cannot show MathJax's output). Nothing else about the notebook changes.
+the text after it. Math in speaker notes stays TeX source (the speaker view cannot show MathJax's
+output). tests/test_slides.py steps through every slide in Chromium at 1920x1080 and fails on a slide
+that overflows, hides code in a scroll box, scrolls sideways or shows a small figure.
 
 Everything a deck needs is in the output folder: reveal.js 5 and its speaker-notes plugin (from the
 pinned sphinx-revealjs package, which bundles reveal.js's own distribution files; this script uses
@@ -196,6 +230,7 @@ def first_sentence(text: str) -> str:
     return text.rstrip()
 
 
+SMALL_TABLE = 80  # words: a larger table goes to the notes (a slide cannot hold it at a readable size)
 LONG_LIST = 6  # a list of more items shows only the bold lead-ins of those that have one (a checklist)
 
 
@@ -222,9 +257,9 @@ def _list_firsts(block: str) -> str:
 
 def slide_text(source: str) -> str:
     """What a markdown cell shows on its slide (the rule of the module docstring): headings, display math,
-    diagrams and code blocks whole; the first sentence of the first paragraph, of every paragraph that
-    opens with a bold lead-in and of every list item; no table, quote, indented block (the rest of a list
-    item) or other paragraph."""
+    diagrams, code blocks and small tables whole; the first sentence of the first paragraph, of every
+    paragraph that opens with a bold lead-in and of every list item; no large table, quote, indented block
+    (the rest of a list item) or other paragraph."""
     shown, seen_prose = [], False
     for block in _blocks(source):
         first = block.lstrip()
@@ -236,6 +271,8 @@ def slide_text(source: str) -> str:
         elif _LIST_ITEM.match(block) and indent < 2:
             shown.append(_list_firsts(block))
             seen_prose = True
+        elif first.startswith("|") and indent < 2 and len(block.split()) <= SMALL_TABLE:
+            shown.append(block)
         elif indent >= 2 or first.startswith(("|", ">")):
             continue
         else:
@@ -246,8 +283,8 @@ def slide_text(source: str) -> str:
 
 
 def _notes_text(source: str) -> str:
-    """A markdown cell's text for the speaker notes: all of it but the diagrams."""
-    return "\n\n".join(b for b in _blocks(source) if not _DIAGRAM.fullmatch(b))
+    """A markdown cell's text for the speaker notes: all of it but the headings and diagrams (on the slide)."""
+    return "\n\n".join(b for b in _blocks(source) if not (_DIAGRAM.fullmatch(b) or _HEADING.match(b)))
 
 
 def _notes_cell(source: str, cell_id: str) -> nbformat.NotebookNode:
@@ -284,12 +321,46 @@ def _piece(cell: nbformat.NotebookNode, suffix: str, kind: str, source: str, out
     return piece
 
 
+CODE_COLUMNS = 98  # characters of code or printed output in one line of a slide (20px monospace, 1230px)
+FIGURE_WITH_WORDS = 40  # a figure whose code is hidden shares the sub-slide of a text this short
+MAX_LINES = 18  # lines of code, or of code and its printed output, that share a slide with a little text
+
+
+def _screen_lines(text: str) -> int:
+    """How many lines text takes on a slide, its long lines wrapped."""
+    return sum(max(1, -(-len(line) // CODE_COLUMNS)) for line in text.rstrip().splitlines()) if text.strip() else 0
+
+
+def _output_text(outputs: list) -> str:
+    texts = []
+    for output in outputs:
+        text = output.get("text") if output.get("output_type") == "stream" else output.get("data", {}).get("text/plain")
+        texts.append("".join(text) if isinstance(text, list) else text or "")
+    return "".join(texts)
+
+
+def _chunks(source: str) -> list[str]:
+    """Code cut into pieces of at most MAX_LINES screen lines, at blank lines before a top-level statement
+    (a piece with no such cut inside stays whole: the deck's script shrinks it to fit)."""
+    if _screen_lines(source) <= MAX_LINES:
+        return [source]
+    paragraphs = [p for p in re.split(r"\n\s*\n(?=\S)", source.strip("\n")) if p.strip()]
+    chunks: list[str] = []
+    for paragraph in paragraphs:
+        if chunks and _screen_lines(chunks[-1]) + 1 + _screen_lines(paragraph) <= MAX_LINES:
+            chunks[-1] += "\n\n" + paragraph
+        else:
+            chunks.append(paragraph)
+    return chunks
+
+
 def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The copy of nb that becomes the deck (after split_at_sections): explanations cut to the speaker notes,
     figures on sub-slides of their own, and the cell tags of the module docstring applied."""
     nb = split_at_sections(nb)
     cells, intro = [], None  # intro: the full text of the last markdown cell shown, for a figure's notes
     after_figure = False  # what follows a figure starts a new sub-slide, so the figure stays alone
+    words_here: int | None = 0  # words of text on the current sub-slide; None once it shows code or output
     for cell in nb.cells:
         kind, tags = slide_type(cell) or "-", set(cell.get("metadata", {}).get("tags", []))
         if kind in ("skip", "notes"):
@@ -301,15 +372,19 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         after_figure = False
         if kind == "slide":
             intro = None
+        if kind in ("slide", "subslide"):
+            words_here = 0
         if cell.cell_type == "markdown":
             cells.append(cell)
             notes = _notes_text(cell.source)
-            intro = notes
+            intro = notes or intro
             if KEEP_TEXT not in tags:
                 shown = slide_text(cell.source)
-                if " ".join(shown.split()) != " ".join(notes.split()):
+                if " ".join(shown.split()) != " ".join(cell.source.split()):  # something was cut
                     cell.source = shown
                     cells.append(_notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes"))
+            if words_here is not None:
+                words_here += len(cell.source.split())
             continue
         if cell.cell_type != "code":
             cells.append(cell)
@@ -317,25 +392,40 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         hide = HIDE_INPUT in tags
         figures = [o for o in cell.outputs if _is_figure(o)]
         others = [o for o in cell.outputs if not _is_figure(o)]
-        pieces = []
-        if OUTPUT_FRAGMENT in tags:
-            head, checks = _split_trailing_checks(cell.source)
-            if not hide:
-                pieces.append(_piece(cell, "in", kind, head, [], hide))
-            if others or (checks and not hide):
-                pieces.append(_piece(cell, "out", "fragment", "" if hide else checks, others, hide))
-        elif others or not hide:
-            pieces.append(_piece(cell, "in", kind, cell.source, others, hide))
+        source, checks = _split_trailing_checks(cell.source) if OUTPUT_FRAGMENT in tags else (cell.source, "")
+        chunks = [] if hide else _chunks(source)
+        pieces = [_piece(cell, f"in{j}", "subslide" if j else kind, chunk, [], hide) for j, chunk in enumerate(chunks)]
+        out_lines = _screen_lines(checks) + _screen_lines(_output_text(others))
+        apart = out_lines and _screen_lines(chunks[-1] if chunks else "") + out_lines > MAX_LINES
+        if others or checks:
+            if apart:  # too long to share the slide with its code: a sub-slide of its own
+                out_kind = "subslide"
+            elif OUTPUT_FRAGMENT in tags:
+                out_kind = "fragment"
+            elif pieces:  # with the code, in the same cell
+                pieces[-1].outputs = others
+                out_kind = None
+            else:
+                out_kind = kind
+            if out_kind:
+                pieces.append(_piece(cell, "out", out_kind, "" if hide else checks, others, hide))
         for k, figure in enumerate(figures):
-            fig = _piece(cell, f"fig{k}", "subslide", "", [figure], True)
+            fig_kind = "subslide"
+            if not pieces and kind in ("slide", "subslide"):  # the cell shows only figures: it starts their slide
+                fig_kind = kind
+            elif not pieces and words_here is not None and words_here <= FIGURE_WITH_WORDS:
+                fig_kind = "-"  # under the short text that introduced it, filling the rest of the slide
+            fig = _piece(cell, f"fig{k}", fig_kind, "", [figure], True)
             fig.metadata["tags"] = [*fig.metadata.get("tags", []), FIGURE_TAG]
             pieces.append(fig)
-            if intro:
-                pieces.append(_notes_cell(intro, f"{fig.id}-notes"))
-        if pieces and kind == "slide" and slide_type(pieces[0]) != "slide":
-            pieces[0].metadata["slideshow"] = {"slide_type": "slide"}  # the section still starts a slide
         after_figure = bool(figures)
-        cells.extend(pieces)
+        for piece in pieces:
+            cells.append(piece)
+            words_here = 0 if slide_type(piece) in ("slide", "subslide") else words_here
+            if FIGURE_TAG not in piece.metadata.get("tags", []):
+                words_here = None
+            if intro and slide_type(piece) in ("slide", "subslide"):  # a sub-slide without text of its own
+                cells.append(_notes_cell(intro, f"{piece.id}-notes"))
     nb.cells = cells
     return nb
 

@@ -5,6 +5,7 @@ A maintainer tool, not run by `pytest`. From the repository root, in the activat
     python scripts/mutation_check.py               # every mutant (several minutes on 2 cores)
     python scripts/mutation_check.py A03 E08       # only these mutants
     python scripts/mutation_check.py --list        # list the mutants, run nothing
+    python scripts/mutation_check.py T02 -k reverse_targets_itself   # does this one test catch T02?
 
 Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py` or
 `tasks.py` (a wrong softmax axis, a flipped mask, a dropped residual, ...). The script copies `helpers/`,
@@ -584,8 +585,9 @@ def _forked(workdir: Path, log: Path, timeout: float, body) -> tuple[int | None,
         time.sleep(0.05)
 
 
-def run_tests(workdir: Path, tests: list[str], timeout: float, fork: bool) -> tuple[str, float, str]:
+def run_tests(workdir: Path, tests: list[str], timeout: float, fork: bool, keyword: str | None = None):
     """Run `tests` in `workdir`; return ("pass" | "fail" | "timeout", seconds, a summary line)."""
+    tests = [*tests, "-k", keyword] if keyword else tests
     shutil.rmtree(workdir / ".hypothesis", ignore_errors=True)  # no replay of an earlier mutant's failures
     log = workdir / "pytest.log"
     if fork:
@@ -633,6 +635,7 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per mutant's test run")
     parser.add_argument("--threshold", type=float, default=0.95, help="fail below this caught share")
+    parser.add_argument("-k", dest="keyword", help="run only the tests matching this pytest -k expression")
     parser.add_argument(
         "--no-fork", action="store_true", help="start a fresh Python per run instead of forking a preloaded one"
     )
@@ -667,7 +670,7 @@ def main() -> int:
             print(f"`import helpers` does not find the copy in {work}")
             return 2
         needed = sorted({t for m in mutants for t in TESTS[m.module]})
-        status, seconds, summary = run_tests(work, needed, args.timeout, fork)
+        status, seconds, summary = run_tests(work, needed, args.timeout, fork, args.keyword)
         print(f"unmutated copy: {' '.join(needed)}: {status} ({seconds:.0f} s)")
         if status != "pass":
             print(f"the unmutated tests must pass first: {summary}")
@@ -678,7 +681,7 @@ def main() -> int:
             path = work / "helpers" / m.module
             try:
                 path.write_text(originals[m.module].replace(m.old, m.new, 1))
-                status, seconds, summary = run_tests(work, TESTS[m.module], args.timeout, fork)
+                status, seconds, summary = run_tests(work, TESTS[m.module], args.timeout, fork, args.keyword)
             finally:
                 path.write_text(originals[m.module])
             caught = status != "pass"

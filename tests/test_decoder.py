@@ -9,9 +9,11 @@ import pytest
 import torch
 from torch import nn
 
+from helpers.attention import scaled_dot_product_attention
 from helpers.decoder import Decoder, DecoderBlock
 from helpers.masks import causal_mask, padding_mask
 from helpers.reference_decoder import torch_decoder, torch_decoder_layer
+from helpers.transformer import shift_right
 
 D_MODEL, HEADS, D_FF = 16, 4, 32
 
@@ -273,5 +275,20 @@ def test_09_inline_decoder_block_equals_helpers(norm_first):
     args = (x, memory, causal_mask(5), padding_mask([7, 4]))
     for got, want in zip(inline(*args), ours(*args), strict=True):
         torch.testing.assert_close(got, want)
-    shifted = ns["shift_right"](torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]), 1)
-    assert shifted.tolist() == [[1, 5, 6, 7], [1, 8, 9, 2]]
+    targets = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    assert ns["shift_right"](targets, 1).tolist() == [[1, 5, 6, 7], [1, 8, 9, 2]]
+    assert torch.equal(ns["shift_right"](targets, 3), shift_right(targets, 3))
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook 09 not written yet")
+def test_09_inline_cross_attention_equals_helpers():
+    ns = _inline_namespace()
+    x, memory = _inputs(11)
+    g = torch.Generator().manual_seed(11)
+    w_q, w_k, w_v = (torch.randn(D_MODEL, 6, generator=g) for _ in range(3))
+    mask = padding_mask([7, 3])
+    out, weights = ns["cross_attention"](x, memory, mask, w_q, w_k, w_v)
+    ref_out, ref_weights = scaled_dot_product_attention(x @ w_q, memory @ w_k, memory @ w_v, mask)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(weights, ref_weights)
+    assert weights.shape == (2, 5, 7)

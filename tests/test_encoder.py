@@ -236,14 +236,18 @@ def test_encoder_block_with_random_norms_equals_torch(norm_first):
         torch.testing.assert_close(out, ref(x, src_key_padding_mask=~mask[:, 0, :]), atol=1e-5, rtol=1e-4)
 
 
-def test_encoder_stack_with_random_norms_equals_block_by_block():
+def test_pre_norm_stack_with_random_norms_equals_pre_norm_torch_layers():
+    """Every block of Encoder(norm_first=True) is pre-norm, and the final LayerNorm comes last."""
     torch.manual_seed(7)
     enc = Encoder(2, 8, 2, 12, norm_first=True)
     _randomise_norms(enc, 1)
     x = torch.randn(2, 4, 8)
     expected = x
     for block in enc.layers:
-        expected = torch_encoder_layer(block)(expected)
+        # Built pre-norm here, not copied from the block, so a block that is not pre-norm cannot match.
+        layer = nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, batch_first=True, norm_first=True)
+        layer.load_state_dict(torch_encoder_layer(block).state_dict())
+        expected = layer(expected)
     expected = F.layer_norm(expected, (8,), enc.norm.weight, enc.norm.bias)
     torch.testing.assert_close(enc(x)[0], expected, atol=1e-5, rtol=1e-4)
 

@@ -336,3 +336,107 @@ def test_reverse_targets_checker():
 
     assert ex.check_reverse_targets(keeps_garbage).mistake == "padding not PAD"
     assert ex.check_reverse_targets(stub).status == "not attempted"
+
+
+# --- notebook 09 ---------------------------------------------------------------------------------
+
+
+def test_shift_right_checker():
+    def right(targets, bos_id):
+        out = torch.empty_like(targets)
+        out[:, 0] = bos_id
+        out[:, 1:] = targets[:, :-1]
+        return out
+
+    assert ex.check_shift_right(right).passed
+    assert ex.check_shift_right(stub).status == "not attempted"
+    bos_first = lambda t, b: torch.full_like(t[:, :1], b)  # noqa: E731
+    wrong = {
+        "shifted left": lambda t, b: torch.cat([t[:, 1:], torch.zeros_like(t[:, :1])], dim=1),
+        "rolled": lambda t, b: torch.roll(t, shifts=1, dims=1),
+        "first token overwritten": lambda t, b: torch.cat([bos_first(t, b), t[:, 1:]], dim=1),
+        "last position kept": lambda t, b: torch.cat([bos_first(t, b), t], dim=1),
+        "no <bos>": lambda t, b: torch.cat([torch.zeros_like(t[:, :1]), t[:, :-1]], dim=1),
+        "bos hard-coded": lambda t, b: torch.cat([torch.ones_like(t[:, :1]), t[:, :-1]], dim=1),
+    }
+    for mistake, answer in wrong.items():
+        verdict = ex.check_shift_right(answer)
+        assert verdict.mistake == mistake, (mistake, str(verdict))
+    assert ex.check_shift_right(lambda t, b: right(t, b).float()).status == "failed"  # token ids stay integers
+
+
+def decoder_right(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):
+    x = n1(x + sa(x, self_mask))
+    x = n2(x + ca(x, memory, memory_mask))
+    return n3(x + ff(x))
+
+
+def test_decoder_block_checker():
+    assert ex.check_decoder_block(decoder_right).passed
+    assert ex.check_decoder_block(stub).status == "not attempted"
+
+    def cross_first(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + ca(x, memory, mm))
+        x = n2(x + sa(x, sm))
+        return n3(x + ff(x))
+
+    def queries_from_memory(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, sm))
+        x = n2(x + ca(memory, x, mm))
+        return n3(x + ff(x))
+
+    def masks_swapped(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, mm))
+        x = n2(x + ca(x, memory, sm))
+        return n3(x + ff(x))
+
+    def keys_from_x(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, sm))
+        x = n2(x + ca(x, x, mm))
+        return n3(x + ff(x))
+
+    def no_causal(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, None, mm, sa, ca, ff, n1, n2, n3)
+
+    def no_memory_mask(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, sm, None, sa, ca, ff, n1, n2, n3)
+
+    def stale_queries(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        y = n1(x + sa(x, sm))
+        y = n2(y + ca(x, memory, mm))
+        return n3(y + ff(y))
+
+    def pre_norm(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = x + sa(n1(x), sm)
+        x = x + ca(n2(x), memory, mm)
+        return x + ff(n3(x))
+
+    def no_residual(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return n3(ff(n2(ca(n1(sa(x, sm)), memory, mm))))
+
+    def norms_swapped(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, sm, mm, sa, ca, ff, n1, n3, n2)
+
+    expected = {
+        cross_first: "cross-attention first",
+        queries_from_memory: "queries from memory",
+        masks_swapped: "masks swapped or keys from x",
+        keys_from_x: "masks swapped or keys from x",
+        no_causal: "causal mask ignored",
+        no_memory_mask: "memory mask ignored",
+        stale_queries: "cross-attention reads the block's input",
+        pre_norm: "pre-norm",
+        no_residual: "no residual",
+        norms_swapped: "norms swapped",
+    }
+    for answer, mistake in expected.items():
+        verdict = ex.check_decoder_block(answer)
+        assert verdict.status == "failed" and verdict.mistake == mistake, (answer.__name__, str(verdict))
+
+
+def test_decoder_block_checker_does_not_change_the_readers_random_state():
+    torch.manual_seed(3)
+    expected = torch.rand(3)
+    torch.manual_seed(3)
+    ex.check_decoder_block(decoder_right)
+    torch.testing.assert_close(torch.rand(3), expected)

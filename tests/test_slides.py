@@ -1,13 +1,18 @@
 """The reveal.js slide decks (scripts/build_slides.py): built from the slide metadata, complete and offline.
 
-The build runs once into a temporary folder. Notebooks 01-04 must carry slide metadata, the same way
-(the title and every ``## `` section start a slide, the set-up cell and the exercise stubs are
-skipped); every notebook with slide metadata must get a deck of more than MIN_SLIDES slides that loads
-nothing from the network and shows every figure of its shown cells. The last test opens notebook 01's
-deck in headless Chromium with every request that is not a file refused, and checks that reveal.js
-started, MathJax typeset every equation, a figure is on screen, and the speaker view (key ``s``)
-opens with the notes; it saves a screenshot in build/browser/ (marked ``browser``: it needs the
-system's Chromium, see tests/test_browser.py).
+The build runs once into a temporary folder. The presented notebooks (01-04 and 08) must carry slide
+metadata, the same way (the title and every ``## `` section start a slide, the set-up cell and the
+exercise stubs are skipped); every notebook with slide metadata must get a deck of more than MIN_SLIDES
+slides that loads nothing from the network and shows every figure of its shown cells. The browser tests
+(marked ``browser``: they need the system's Chromium, see tests/test_browser.py) open the decks in headless
+Chromium with every request that is not a file refused. One opens notebook 01's deck and checks that
+reveal.js started, MathJax typeset every equation, a figure is on screen, and the speaker view (key ``s``)
+opens with the notes. The other steps through every slide of every deck at 1920x1080, as a projector
+shows them, and fails on a slide whose content overflows the slide, a code or output box that hides
+lines (a scroll box) or is too wide (a horizontal scroll bar), content under the navigation arrows or the
+slide number, a figure smaller than MIN_FIGURE_SHARE of the slide's height, or code and text smaller on
+screen than MIN_CODE_PX and MIN_TEXT_PX; it saves a screenshot of a slide with a figure and one with code
+per deck in build/browser/ and prints the measured sizes.
 """
 
 from __future__ import annotations
@@ -25,9 +30,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build_slides.py"
 REPORT_DIR = ROOT / "build" / "browser"
-PRESENTED = sorted((ROOT / "notebooks").glob("0[1-4]_*.ipynb"))  # the notebooks of the first course session
+# The notebooks of the 90-minute session (README, "Teaching a 90-minute session"): 01-04 and the debugging lab.
+PRESENTED = sorted((ROOT / "notebooks").glob("0[1-4]_*.ipynb")) + sorted((ROOT / "notebooks").glob("08_*.ipynb"))
 MIN_SLIDES = 15  # slides and sub-slides per deck
 SLIDE_TYPES = {"slide", "subslide", "fragment", "skip", "notes", "-"}
+# Readable from the back of a room of 60 on a 1920x1080 projector, in screen pixels (scripts/slides_template/
+# slides.css: prose 37 px and code 29 px; the deck's script may shrink the code and output of a crowded slide
+# to 3/4 of that, 21.6 px, and no further), and a figure at least 40% of the slide's height (or 90% of its width).
+MIN_CODE_PX = 21.5
+MIN_TEXT_PX = 28
+MIN_FIGURE_SHARE = 0.4
+SCREEN = {"width": 1920, "height": 1080}
 
 
 def _slide_type(cell) -> str | None:
@@ -224,7 +237,7 @@ def test_deck_presents_offline_in_chromium(request, tmp_path: Path):
             speaker.wait_for_function("document.title.includes('Speaker View')")
             shown = speaker.locator(".speaker-controls-notes .value")
             shown.wait_for()
-            assert " ".join(shown.inner_text().split())[:80] == " ".join(notes_text(notes).split())[:80]
+            assert "".join(shown.inner_text().split())[:80] == "".join(notes_text(notes).split())[:80]
             deadline = time.monotonic() + 30  # its two previews are the deck itself, in frames
             while len(speaker.frames) < 3 or not all(
                 f.evaluate("!!(window.Reveal && Reveal.isReady())") for f in speaker.frames[1:]
@@ -238,3 +251,131 @@ def test_deck_presents_offline_in_chromium(request, tmp_path: Path):
     assert not failed, f"requests failed: {failed}"
     assert not errors, f"JavaScript errors: {errors}"
     print(f"screenshot: {screenshot}")
+
+
+# Every slide of the deck in turn, measured as shown: returns one record per slide (see the test below).
+STEP_THROUGH_JS = """([minFigureShare]) => {
+    const scale = Reveal.getScale();
+    const shown = el => { const s = getComputedStyle(el); return s.display !== "none" && s.visibility !== "hidden"; };
+    // what reveal.js draws over the slides: the slide number and, where the arrows are shown, every arrow
+    // (enabled or not: they fade in and out as one moves)
+    const chrome = () => Array.from(document.querySelectorAll(".reveal > .controls button, .reveal > .slide-number"))
+        .filter(el => shown(el.parentElement) && el.getBoundingClientRect().width > 0);
+    const records = [];
+    for (const slide of Reveal.getSlides()) {
+        const {h, v} = Reveal.getIndices(slide);
+        Reveal.slide(h, v);
+        const problems = [];
+        if (slide.scrollHeight > slide.clientHeight + 1)
+            problems.push(`content ${slide.scrollHeight} px high on a ${slide.clientHeight}-px slide`);
+        if (slide.scrollWidth > slide.clientWidth + 1)
+            problems.push(`content ${slide.scrollWidth} px wide on a ${slide.clientWidth}-px slide`);
+        const onSlide = [];
+        for (const el of slide.querySelectorAll("*")) if (!el.closest("aside.notes")) onSlide.push(el);
+        const boxes = onSlide.filter(el => el.matches(
+            "pre, .highlight, .jp-InputArea, .jp-InputArea-editor, .jp-OutputArea, .jp-OutputArea-output, mjx-container[display='true'], table, .jp-RenderedHTMLCommon"));
+        for (const box of boxes) {
+            const kind = box.closest(".jp-OutputArea") ? "output" : box.closest(".jp-InputArea") ? "code"
+                : box.matches("mjx-container") ? "equation" : box.matches("table") ? "table" : "text";
+            if (box.scrollHeight > box.clientHeight + 1)
+                problems.push(`a ${kind} box hides ${box.scrollHeight - box.clientHeight} px of its height`);
+            if (box.scrollWidth > box.clientWidth + 1)
+                problems.push(`a ${kind} box is ${box.scrollWidth - box.clientWidth} px too wide`);
+        }
+        for (const pre of onSlide.filter(el => el.matches(".jp-OutputArea-output pre"))) {
+            const style = getComputedStyle(pre);  // a printed line may wrap at a space, never inside a number
+            if (style.whiteSpace !== "pre" && (style.wordBreak !== "normal" || style.overflowWrap !== "normal"))
+                problems.push(`an output may wrap inside a number (word-break ${style.wordBreak}, overflow-wrap ${style.overflowWrap})`);
+        }
+        let code = Infinity, text = Infinity;
+        for (const el of onSlide) {
+            if (!el.matches("pre, p, li, h1, h2, h3, h4, td, th") || !el.textContent.trim()) continue;
+            const size = parseFloat(getComputedStyle(el).fontSize) * scale;
+            if (el.matches("pre")) code = Math.min(code, size); else text = Math.min(text, size);
+        }
+        for (const el of onSlide.filter(el => el.matches("pre, p, li, h1, h2, h3, h4, table, img, mjx-container"))) {
+            const r = el.getBoundingClientRect();
+            if (!r.width || !r.height) continue;
+            for (const c of chrome().map(el => [el.className.split(" ")[0], el.getBoundingClientRect()]))
+                if (r.left < c[1].right && c[1].left < r.right && r.top < c[1].bottom && c[1].top < r.bottom)
+                    problems.push(`<${el.tagName.toLowerCase()}> under the ${c[0]}`);
+        }
+        const area = slide.getBoundingClientRect(), figures = [];
+        for (const img of onSlide.filter(el => el.matches('img[src^="data:image/png"]'))) {
+            const box = img.getBoundingClientRect();  // object-fit: contain: the drawn image is inside the box
+            const fit = Math.min(box.width / img.naturalWidth, box.height / img.naturalHeight);
+            const width = img.naturalWidth * fit, height = img.naturalHeight * fit;
+            figures.push({width, height, share: width * height / (area.width * area.height)});
+            if (!(height >= minFigureShare * area.height || width >= 0.9 * area.width))
+                problems.push(`a figure ${Math.round(width)}x${Math.round(height)} px, ` +
+                              `${Math.round(100 * height / area.height)}% of the slide's height`);
+        }
+        const words = onSlide.filter(el => el.matches(".jp-MarkdownCell"))
+            .reduce((n, el) => n + (el.innerText.match(/\\S+/g) || []).length, 0);
+        records.push({name: `${h + 1}.${(v || 0) + 1}`, h, v: v || 0, problems, figures, words,
+                      code: code === Infinity ? null : code, text: text === Infinity ? null : text,
+                      notes: !!slide.querySelector("aside.notes"), hasCode: !!slide.querySelector(".jp-InputArea pre")});
+    }
+    return {scale, records};
+}"""
+
+
+@pytest.mark.browser
+def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
+    """Step through every slide of every deck at 1920x1080 (reveal.js scale 1.44), as a projector shows it."""
+    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
+
+    require_browser()
+    decks: Path = request.getfixturevalue("decks")
+    from playwright.sync_api import sync_playwright
+
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    network, errors, failures, summary = [], [], [], []
+    start = time.monotonic()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+        )
+        try:
+            page = offline_context(browser, SCREEN, network).new_page()
+            page.set_default_timeout(30_000)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            for notebook in _with_slides():
+                path = _deck(decks, notebook)
+                page.goto(path.as_uri(), wait_until="load")
+                # the deck's script fits the first slide again once MathJax has typeset and the fonts are loaded
+                page.wait_for_function(
+                    "window.Reveal && Reveal.isReady() && document.documentElement.dataset.slidesFitted"
+                )
+                page.evaluate("Reveal.configure({transition: 'none'})")
+                result = page.evaluate(STEP_THROUGH_JS, [MIN_FIGURE_SHARE])
+                records = result["records"]
+                assert abs(result["scale"] - 1.44) < 0.01, f"{path.name}: reveal.js scale {result['scale']}"
+                for r in records:
+                    problems = list(r["problems"])
+                    if r["code"] is not None and r["code"] < MIN_CODE_PX:
+                        problems.append(f"code {r['code']:.1f} px on screen")
+                    if r["text"] is not None and r["text"] < MIN_TEXT_PX:
+                        problems.append(f"text {r['text']:.1f} px on screen")
+                    failures += [f"{path.name}, slide {r['name']}: {p}" for p in dict.fromkeys(problems)]
+                shares = [f["share"] for r in records for f in r["figures"]]
+                codes = [r["code"] for r in records if r["code"]]
+                texts = [r["text"] for r in records if r["text"]]
+                summary.append(
+                    f"{path.name}: {len(records)} slides, {sum(r['notes'] for r in records)} with notes, "
+                    f"{sum(r['words'] > 100 for r in records)} with over 100 words of prose; figures "
+                    f"{min(shares, default=0):.0%}-{max(shares, default=0):.0%} of the slide; smallest code "
+                    f"{min(codes, default=0):.1f} px ({sum(c < 28 for c in codes)} slides under 28 px), "
+                    f"smallest text {min(texts, default=0):.1f} px"
+                )
+                for kind, pick in (("figure", lambda r: r["figures"]), ("code", lambda r: r["hasCode"])):
+                    shot = next((r for r in records if pick(r) and not r["problems"]), None)
+                    if shot:
+                        page.evaluate("([h, v]) => Reveal.slide(h, v)", [shot["h"], shot["v"]])
+                        page.screenshot(path=str(REPORT_DIR / f"slide-{notebook.stem}-{kind}.png"))
+        finally:
+            browser.close()
+    print(f"{time.monotonic() - start:.1f} s in Chromium\n" + "\n".join(summary))
+    assert not network, f"the decks asked for the network: {network}"
+    assert not errors, f"JavaScript errors: {errors}"
+    assert not failures, f"{len(failures)} problems at 1920x1080:\n" + "\n".join(failures)
