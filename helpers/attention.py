@@ -124,26 +124,44 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention (§3.2.2).
 
     ``MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O`` with
-    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` and ``d_k = d_v = d_model / h``.
-    The per-head projections ``W_i^Q`` are the column blocks of one
-    ``nn.Linear(d_model, d_model)`` (``w_q``), and likewise for keys and values.
+    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``, ``W_i^Q, W_i^K`` of shape
+    ``(d_model, d_k)``, ``W_i^V`` of shape ``(d_model, d_v)`` and ``W^O`` of shape
+    ``(h d_v, d_model)``. The per-head projections ``W_i^Q`` are the column blocks
+    of one ``nn.Linear(d_model, h * d_k)`` (``w_q``), and likewise for keys
+    (``w_k``, ``h * d_k``) and values (``w_v``, ``h * d_v``); ``w_o`` maps
+    ``h * d_v`` back to ``d_model``.
 
     Args:
-        d_model: model width; must be divisible by ``num_heads``.
+        d_model: model width; must be divisible by ``num_heads`` unless both
+            ``d_k`` and ``d_v`` are given.
         num_heads: ``h``.
         dropout: dropout on the attention weights (training mode only); the
             weights returned in training are the ones after dropout.
         bias: whether the four linear layers have a bias (the paper's equations
             have none; PyTorch's ``nn.MultiheadAttention`` has one by default).
+        d_k: query/key width per head; defaults to ``d_model // num_heads``
+            (the paper's base model: 64). Table 3, rows (B), vary it alone.
+        d_v: value width per head; defaults to ``d_model // num_heads``.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        d_k: int | None = None,
+        d_v: int | None = None,
+    ):
         super().__init__()
         if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model <= 0 or num_heads <= 0:
             raise ValueError(
                 f"d_model and num_heads must be positive integers, got d_model={d_model!r}, num_heads={num_heads!r}"
             )
-        if d_model % num_heads != 0:
+        for name, width in (("d_k", d_k), ("d_v", d_v)):
+            if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width <= 0):
+                raise ValueError(f"{name} must be a positive integer or None, got {width!r}")
+        if (d_k is None or d_v is None) and d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}: "
                 f"each head needs d_k = d_model / num_heads = {d_model / num_heads:g} features"
@@ -152,12 +170,13 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
         self.num_heads = num_heads
-        self.d_k = d_model // num_heads
+        self.d_k = d_model // num_heads if d_k is None else d_k
+        self.d_v = d_model // num_heads if d_v is None else d_v
         self.dropout = dropout
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)  # the h blocks W_i^Q side by side
+        self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)
+        self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)  # W^O
 
     def _check_inputs(self, query, key, value, mask) -> None:
         for name, t in (("query", query), ("key", key), ("value", value)):
@@ -207,29 +226,29 @@ class MultiHeadAttention(nn.Module):
         """
         self._check_inputs(query, key, value, mask)
         B, n, m = query.shape[0], query.shape[1], key.shape[1]
-        h, d_k = self.num_heads, self.d_k
+        h, d_k, d_v = self.num_heads, self.d_k, self.d_v
 
         if query is key and key is value:
             # Self-attention: one matmul against the three stacked weight
             # matrices is faster than three (same maths, same parameters).
             weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
             bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-            q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)  # 3 x (B, n, d_model)
+            q, k, v = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)
         else:
-            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, n|m, d_model)
+            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, n|m, h d_k), ..., (B, m, h d_v)
 
-        # Split d_model into h heads of d_k features; the transpose puts the
-        # head axis before the positions so each head is its own (n, d_k) matrix.
-        q = q.view(B, n, h, d_k).transpose(1, 2)  # (B, n, d_model) -> (B, h, n, d_k)
-        k = k.view(B, m, h, d_k).transpose(1, 2)  # (B, m, d_model) -> (B, h, m, d_k)
-        v = v.view(B, m, h, d_k).transpose(1, 2)  # (B, m, d_model) -> (B, h, m, d_k)
+        # Split the features into h heads of d_k (d_v) features; the transpose puts
+        # the head axis before the positions so each head is its own (n, d_k) matrix.
+        q = q.view(B, n, h, d_k).transpose(1, 2)  # (B, n, h d_k) -> (B, h, n, d_k)
+        k = k.view(B, m, h, d_k).transpose(1, 2)  # (B, m, h d_k) -> (B, h, m, d_k)
+        v = v.view(B, m, h, d_v).transpose(1, 2)  # (B, m, h d_v) -> (B, h, m, d_v)
 
         if mask is not None and mask.dim() < 4:
             mask = mask.unsqueeze(-3)  # (B, n, m) -> (B, 1, n, m): the same for all heads
 
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, n, d_k), (B, h, n, m)
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, n, d_v), (B, h, n, m)
             if dropout_p > 0.0:
                 # Return the weights actually multiplied with V, as nn.MultiheadAttention
                 # does: after dropout, so in training a row no longer sums to 1.
@@ -247,6 +266,6 @@ class MultiHeadAttention(nn.Module):
             if empty_rows is not None:
                 heads = heads.masked_fill(empty_rows, 0.0)
 
-        # Concatenate the heads back into d_model features, then mix them with W^O.
-        concat = heads.transpose(1, 2).reshape(B, n, self.d_model)  # (B, h, n, d_k) -> (B, n, d_model)
+        # Concatenate the heads back into h d_v features, then mix them with W^O.
+        concat = heads.transpose(1, 2).reshape(B, n, h * d_v)  # (B, h, n, d_v) -> (B, n, h d_v)
         return self.w_o(concat), weights

@@ -687,6 +687,12 @@ ATTENTION_MISTAKES = [
         "the scores are divided by d_k instead of sqrt(d_k).",
     ),
     _Mistake(
+        "scaled by sqrt(d_v)",
+        lambda q, k, v: _attention_variant(q, k, v, scale=lambda d_k: math.sqrt(v.shape[-1])),
+        "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k = query.shape[-1], not the "
+        "values' width.",
+    ),
+    _Mistake(
         "no softmax",
         lambda q, k, v: _attention_variant(q, k, v, softmax=False),
         "the weights are the scaled scores themselves: apply torch.softmax(scores, dim=-1) so each query's weights "
@@ -699,6 +705,25 @@ ATTENTION_MISTAKES = [
         "before the softmax, softmax(QK^T / sqrt(d_k)).",
     ),
 ]
+
+
+def _raising_line(error: BaseException) -> str:
+    """The source line of the innermost frame of the reader's own code ('' when unknown), spaces removed."""
+    own = [tb for tb in _frames(error) if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY_DIRS)]
+    if not own:
+        return ""
+    tb = own[-1]
+    return "".join(linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).split())
+
+
+_TRANSPOSE_1_2_ERROR = _ErrorHint(
+    "transpose(1, 2) on unbatched input",
+    lambda error: isinstance(error, IndexError)
+    and "Dimension out of range" in str(error)
+    and "transpose(1,2)" in _raising_line(error),
+    "transpose(1, 2) assumes a batch axis in front, and the first case has none (query and key are (n, d_k)): "
+    "transpose(-2, -1) swaps the last two axes for any number of leading axes.",
+)
 
 
 def check_attention(attention: Callable) -> Verdict:
@@ -720,6 +745,7 @@ def check_attention(attention: Callable) -> Verdict:
         "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]); weights = torch.softmax(scores, "
         "dim=-1); return weights @ value, weights.",
         names=("output", "weights"),
+        error_hints=(_TRANSPOSE_1_2_ERROR,),
     )
 
 
@@ -863,8 +889,9 @@ MASKED_ATTENTION_MISTAKES = [
     _Mistake(
         "-inf fill gives NaN",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask, fill=-math.inf, zero_empty=False),
-        "masked scores filled with -inf: a query with no allowed key gets softmax(-inf, ..., -inf) = NaN. "
-        "Fill with torch.finfo(scores.dtype).min, then zero the masked weights.",
+        "a query with no allowed key gets NaN: either a softmax over scores that are all -inf, or a "
+        "renormalisation of masked weights that divides 0 by 0 (w / w.sum(-1, keepdim=True)). Fill the masked "
+        "scores with torch.finfo(scores.dtype).min before the softmax, then zero the masked weights after it.",
     ),
     _Mistake(
         "uniform weights on a fully masked row",

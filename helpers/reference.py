@@ -1,22 +1,41 @@
 """PyTorch's own modules holding exactly the weights of ours, for equality checks.
 
-The series proves each of its modules equal to PyTorch's; these two functions
-do the weight copying in one place (notebook 03 writes it out once, by hand).
+The series proves each of its modules equal to PyTorch's; these functions do
+the weight copying in one place (notebook 03 writes it out once, by hand). PyTorch's
+attention needs ``h * d_k = h * d_v = d_model``; our general widths have no twin there.
 Remember that PyTorch's boolean masks mean the opposite of ours: pass ``~mask``.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
-from helpers.encoder import EncoderBlock
+from helpers.decoder import Decoder, DecoderBlock
+from helpers.encoder import Encoder, EncoderBlock
 
-__all__ = ["torch_encoder_layer", "torch_multihead_attention"]
+__all__ = [
+    "torch_decoder",
+    "torch_decoder_layer",
+    "torch_encoder_layer",
+    "torch_multihead_attention",
+    "torch_transformer",
+]
+
+
+def _check_widths(ours: MultiHeadAttention) -> None:
+    if ours.num_heads * ours.d_k != ours.d_model or ours.num_heads * ours.d_v != ours.d_model:
+        raise ValueError(
+            f"nn.MultiheadAttention needs h * d_k = h * d_v = d_model; this attention has h={ours.num_heads}, "
+            f"d_k={ours.d_k}, d_v={ours.d_v}, d_model={ours.d_model}"
+        )
 
 
 def _copy_attention(ours: MultiHeadAttention, ref: nn.MultiheadAttention) -> None:
+    _check_widths(ours)
     with torch.no_grad():
         # PyTorch stacks W^Q, W^K, W^V into one (3 d_model, d_model) matrix.
         ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
@@ -28,6 +47,7 @@ def _copy_attention(ours: MultiHeadAttention, ref: nn.MultiheadAttention) -> Non
 
 def torch_multihead_attention(mha: MultiHeadAttention) -> nn.MultiheadAttention:
     """An ``nn.MultiheadAttention(batch_first=True)`` with ``mha``'s weights."""
+    _check_widths(mha)
     ref = nn.MultiheadAttention(
         mha.d_model, mha.num_heads, dropout=mha.dropout, bias=mha.w_q.bias is not None, batch_first=True
     )
@@ -52,3 +72,77 @@ def torch_encoder_layer(block: EncoderBlock) -> nn.TransformerEncoderLayer:
     ref.norm1.load_state_dict(block.norm1.state_dict())
     ref.norm2.load_state_dict(block.norm2.state_dict())
     return ref.train(block.training)
+
+
+def _new_torch_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
+    return nn.TransformerDecoderLayer(
+        block.d_model,
+        block.self_attn.num_heads,
+        dim_feedforward=block.feed_forward.linear1.out_features,
+        dropout=block.self_attn.dropout,
+        batch_first=True,
+        norm_first=block.norm_first,
+    )
+
+
+def _copy_block(block: DecoderBlock, ref: nn.TransformerDecoderLayer) -> None:
+    _copy_attention(block.self_attn, ref.self_attn)
+    _copy_attention(block.cross_attn, ref.multihead_attn)  # PyTorch's name for the cross-attention
+    for name in ("linear1", "linear2"):
+        getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
+    for name in ("norm1", "norm2", "norm3"):
+        getattr(ref, name).load_state_dict(getattr(block, name).state_dict())
+
+
+def torch_decoder_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
+    """An ``nn.TransformerDecoderLayer(batch_first=True)`` with ``block``'s weights and mode.
+
+    Call it as ``ref(x, memory, tgt_mask=~self_mask, memory_key_padding_mask=~memory_mask[:, 0, :])``.
+    """
+    ref = _new_torch_layer(block)
+    _copy_block(block, ref)
+    return ref.train(block.training)
+
+
+def torch_decoder(decoder: Decoder) -> nn.TransformerDecoder:
+    """An ``nn.TransformerDecoder`` with ``decoder``'s weights, layer by layer, and its final LayerNorm (pre-norm)."""
+    first = decoder.layers[0]
+    norm = None
+    if decoder.norm is not None:
+        norm = nn.LayerNorm(first.d_model)
+        norm.load_state_dict(decoder.norm.state_dict())
+    ref = nn.TransformerDecoder(_new_torch_layer(first), num_layers=len(decoder.layers), norm=norm)
+    for block, layer in zip(decoder.layers, ref.layers, strict=True):
+        _copy_block(block, layer)
+    return ref.train(decoder.training)
+
+
+def torch_transformer(encoder: Encoder, decoder: Decoder) -> nn.Transformer:
+    """An ``nn.Transformer(batch_first=True)`` holding the weights of our ``Encoder`` and ``Decoder`` stacks.
+
+    ``nn.Transformer`` always ends both stacks with a LayerNorm. For our pre-norm stacks those are our final
+    norms, copied; for the paper's post-norm stacks we have none, and PyTorch's stay as it builds them (gain 1,
+    bias 0): an extra normalisation the paper's model does not have. Embeddings and the pre-softmax
+    projection are not part of ``nn.Transformer``.
+    """
+    first_enc = encoder.layers[0]
+    with warnings.catch_warnings():  # PyTorch's note that pre-norm stacks cannot use nested tensors
+        warnings.simplefilter("ignore", UserWarning)
+        ref = nn.Transformer(
+            first_enc.d_model,
+            first_enc.self_attn.num_heads,
+            num_encoder_layers=len(encoder.layers),
+            num_decoder_layers=len(decoder.layers),
+            dim_feedforward=first_enc.feed_forward.linear1.out_features,
+            dropout=first_enc.self_attn.dropout,
+            batch_first=True,
+            norm_first=first_enc.norm_first,
+        )
+    for block, layer in zip(encoder.layers, ref.encoder.layers, strict=True):
+        layer.load_state_dict(torch_encoder_layer(block).state_dict())
+    for block, layer in zip(decoder.layers, ref.decoder.layers, strict=True):
+        _copy_block(block, layer)
+    for ours, theirs in ((encoder.norm, ref.encoder.norm), (decoder.norm, ref.decoder.norm)):
+        if ours is not None:
+            theirs.load_state_dict(ours.state_dict())
+    return ref.train(encoder.training)

@@ -12,7 +12,7 @@ from torch import nn
 from helpers.attention import scaled_dot_product_attention
 from helpers.decoder import Decoder, DecoderBlock
 from helpers.masks import causal_mask, padding_mask
-from helpers.reference_decoder import torch_decoder, torch_decoder_layer
+from helpers.reference import torch_decoder, torch_decoder_layer
 from helpers.transformer import shift_right
 
 D_MODEL, HEADS, D_FF = 16, 4, 32

@@ -12,7 +12,7 @@ from torch import nn
 from helpers.attention import MultiHeadAttention
 from helpers.encoder import positional_encoding
 from helpers.masks import causal_mask, padding_mask
-from helpers.reference_decoder import torch_transformer
+from helpers.reference import torch_transformer
 from helpers.transformer import TABLE3, Transformer
 
 GENERAL_WIDTHS = "d_k" in inspect.signature(MultiHeadAttention.__init__).parameters
