@@ -63,9 +63,8 @@ class DecoderBlock(nn.Module):
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        widths = {} if d_k is None and d_v is None else {"d_k": d_k, "d_v": d_v}
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **widths)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **widths)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
+import linecache
 import math
 import os
 import re
@@ -359,9 +360,9 @@ def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor]) -> str:
     if wrong.dim() >= 1 and wrong.shape[-1] >= 2:
         columns = wrong.reshape(-1, wrong.shape[-1]).any(0)
         if not columns.all():
-            if not columns[0::2].any():
+            if columns[1::2].all() and not columns[0::2].any():
                 return "only in the odd columns (last axis)"
-            if not columns[1::2].any():
+            if columns[0::2].all() and not columns[1::2].any():
                 return "only in the even columns (last axis)"
             return f"only in columns {_indices(columns)} (last axis)"
     if wrong.dim() >= 2 and wrong.shape[-2] >= 2:
@@ -718,9 +719,11 @@ def _raising_line(error: BaseException) -> str:
 
 _TRANSPOSE_1_2_ERROR = _ErrorHint(
     "transpose(1, 2) on unbatched input",
-    lambda error: isinstance(error, IndexError)
-    and "Dimension out of range" in str(error)
-    and "transpose(1,2)" in _raising_line(error),
+    lambda error: (
+        isinstance(error, IndexError)
+        and "Dimension out of range" in str(error)
+        and "transpose(1,2)" in _raising_line(error)
+    ),
     "transpose(1, 2) assumes a batch axis in front, and the first case has none (query and key are (n, d_k)): "
     "transpose(-2, -1) swaps the last two axes for any number of leading axes.",
 )
@@ -773,6 +776,15 @@ _LIST_ERROR = _ErrorHint(
 )
 
 
+_LENGTHS_ROW_ERROR = _ErrorHint(
+    "lengths not a column",
+    lambda error: isinstance(error, RuntimeError) and "must match the size of tensor" in str(error),
+    "the B lengths and the max_len positions were compared as two rows, which do not broadcast: lengths must be "
+    "a column, torch.as_tensor(lengths)[:, None] of shape (B, 1), so that comparing it with the row "
+    "torch.arange(max_len) gives (B, max_len).",
+)
+
+
 def check_padding_mask(make_padding_mask: Callable) -> Verdict:
     """Exercise 02.1: ``make_padding_mask(lengths, max_len) -> (B, 1, max_len)`` boolean, True at real keys.
 
@@ -822,7 +834,7 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
         "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
         "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths).",
         "(torch.arange(max_len) < torch.as_tensor(lengths)[:, None]).unsqueeze(1): (B, max_len), then (B, 1, max_len).",
-        error_hints=(_LIST_ERROR,),
+        error_hints=(_LIST_ERROR, _LENGTHS_ROW_ERROR),
     )
 
 
@@ -927,6 +939,15 @@ MASKED_ATTENTION_MISTAKES = [
 ]
 
 
+_BOOLEAN_INDEX_ERROR = _ErrorHint(
+    "boolean indexing with a broadcast mask",
+    lambda error: isinstance(error, IndexError) and "shape of the mask" in str(error),
+    "boolean indexing (scores[~mask] = ...) does not broadcast: the mask must have exactly the scores' shape, and "
+    "a padding mask is (B, 1, m) against scores of (B, n, m). Use scores.masked_fill(~mask, value), which "
+    "broadcasts the mask.",
+)
+
+
 def check_masked_attention(masked_attention: Callable) -> Verdict:
     """Exercise 02.2: ``masked_attention(query, key, value, mask) -> (output, weights)``, True = may attend."""
     return _check(
@@ -941,6 +962,7 @@ def check_masked_attention(masked_attention: Callable) -> Verdict:
         "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k); fill them where ~mask with "
         "torch.finfo(scores.dtype).min; softmax over dim=-1; then set the weights where ~mask to 0.0.",
         names=("output", "weights"),
+        error_hints=(_BOOLEAN_INDEX_ERROR,),
     )
 
 
@@ -989,6 +1011,19 @@ SPLIT_MISTAKES = [
         _split_not_moved,
         "the features have their head axis, but it is still after the positions: (B, n, h, d_k). Move it in front "
         "with .transpose(1, 2) to get (B, h, n, d_k).",
+    ),
+    _Mistake(
+        "transposed the wrong axes",
+        lambda x, h: _split_not_moved(x, h).transpose(2, 3),
+        "after the view to (B, n, h, d_k), transpose(2, 3) swapped heads and features, giving (B, n, d_k, h): the "
+        "positions stay at axis 1 and the heads end last. Swap axes 1 and 2, .transpose(1, 2), for (B, h, n, d_k).",
+    ),
+    _Mistake(
+        "permuted the wrong axes",
+        lambda x, h: _split_not_moved(x, h).permute(0, 2, 3, 1),
+        "after the view to (B, n, h, d_k), permute(0, 2, 3, 1) gives (B, h, d_k, n): the heads are in front, but "
+        "the positions end last, behind the features. permute(0, 2, 1, 3) (the same as transpose(1, 2)) gives "
+        "(B, h, n, d_k).",
     ),
 ]
 
@@ -1040,7 +1075,30 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
             "features interleaved",
             lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
             "the heads' features are interleaved (feature-major) instead of concatenated head after head: "
-            "transpose(1, 2) gives (B, n, h, d_k), which then flattens in the right order.",
+            "permute(0, 2, 3, 1) gives (B, n, d_k, h), with the heads last, so merging the last two axes takes "
+            "feature 0 of every head first. transpose(1, 2) gives (B, n, h, d_k), which then flattens in the right "
+            "order.",
+        ),
+        *(
+            _Mistake(
+                "transposed the wrong axes",
+                wrong,
+                "transpose(2, 3) swapped positions and features inside each head, giving (B, h, d_k, n): the heads "
+                "stay at axis 1 and the positions end last, so merging mixes positions. Swap axes 1 and 2, "
+                ".transpose(1, 2), for (B, n, h, d_k), then merge the last two.",
+            )
+            for wrong in (
+                lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1),
+                lambda x: x.transpose(2, 3).flatten(2),
+                lambda x: x.transpose(2, 3),
+            )
+        ),
+        _Mistake(
+            "features interleaved",
+            lambda x: x.permute(0, 2, 3, 1),
+            "permute(0, 2, 3, 1) gives (B, n, d_k, h): the positions are back at axis 1, but the heads end last, "
+            "behind the features. Use transpose(1, 2) for (B, n, h, d_k), then merge the last two axes, "
+            ".flatten(2).",
         ),
         _Mistake(
             "flatten without transpose",
@@ -1226,6 +1284,11 @@ def check_multi_head_attention(module_class: type) -> Verdict:
         _Case("cross-attention, n=4, m=6", (x, memory, value), error_hints=(cross_error,)),
     ]
     mistakes = [
+        _Mistake(
+            "outputs swapped",
+            lambda query, key, value: reference(query, key, value)[::-1],
+            "the two results are returned in the wrong order: return (output, weights).",
+        ),
         _Mistake(
             "scaled by sqrt(d_model)",
             _mha_variant(reference, scale_d_model=True),
@@ -1468,6 +1531,20 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
         ),
         *same_norm,
         norm_inside,
+        _Mistake(
+            "second sub-layer reads the block's input",
+            (lambda x, mask, a, f, n1, n2: n2(x + f(n1(x + a(x, mask)))))
+            if not norm_first
+            else (lambda x, mask, a, f, n1, n2: x + a(n1(x), mask) + f(n2(x))),
+            "the second sub-layer reads the block's input x instead of the first sub-layer's result: "
+            + (
+                "the feed-forward sub-layer must take y = norm1(x + attention(x, mask)) and add y back, "
+                "norm2(y + feed_forward(y))."
+                if not norm_first
+                else "the feed-forward sub-layer must normalise y = x + attention(norm1(x), mask), "
+                "y + feed_forward(norm2(y))."
+            ),
+        ),
     ]
     if norm_first:
         mistakes.append(

@@ -12,7 +12,7 @@ from torch import nn
 from helpers.attention import scaled_dot_product_attention
 from helpers.decoder import Decoder, DecoderBlock
 from helpers.masks import causal_mask, padding_mask
-from helpers.reference import torch_decoder, torch_decoder_layer
+from helpers.reference import torch_decoder, torch_decoder_layer, torch_multihead_attention
 from helpers.transformer import shift_right
 
 D_MODEL, HEADS, D_FF = 16, 4, 32
@@ -239,13 +239,12 @@ def test_reference_copies_mode_and_refuses_general_widths():
     block = DecoderBlock(D_MODEL, HEADS, D_FF, dropout=0.1).eval()
     reference = torch_decoder_layer(block)
     assert not reference.training and reference.dropout.p == 0.1
-    if "d_k" in DecoderBlock.__init__.__code__.co_varnames:
-        try:
-            odd = DecoderBlock(D_MODEL, HEADS, D_FF, d_k=3, d_v=5)
-        except TypeError:  # helpers.attention without d_k / d_v yet
-            return
-        with pytest.raises(ValueError, match="h \\* d_k"):
-            torch_decoder_layer(odd)
+    odd = DecoderBlock(D_MODEL, HEADS, D_FF, d_k=3, d_v=5)
+    assert odd.cross_attn.w_v.weight.shape == (HEADS * 5, D_MODEL)
+    with pytest.raises(ValueError, match=r"h \* d_k = h \* d_v = d_model"):
+        torch_decoder_layer(odd)
+    with pytest.raises(ValueError, match="d_k=3, d_v=5"):
+        torch_multihead_attention(odd.self_attn)
 
 
 # --- notebook 09's inline code equals helpers (its cells tagged inline-definition) -------------
@@ -292,3 +291,38 @@ def test_09_inline_cross_attention_equals_helpers():
     torch.testing.assert_close(out, ref_out)
     torch.testing.assert_close(weights, ref_weights)
     assert weights.shape == (2, 5, 7)
+
+
+class _Scale(nn.Module):
+    """A deterministic stand-in for dropout: multiplies by a constant, so its place in the block shows."""
+
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_dropout_sits_on_each_sub_layers_output(norm_first):
+    """§5.4: dropout on each sub-layer's output, before the residual add (and the norm, in post-norm)."""
+    torch.manual_seed(9)
+    block = DecoderBlock(D_MODEL, HEADS, D_FF, norm_first=norm_first).eval()
+    _randomise_norms(block, seed=9)
+    x, memory = _inputs(12)
+    self_mask, memory_mask = causal_mask(5), padding_mask([7, 4])
+    sa = lambda y: block.self_attn(y, y, y, self_mask)[0]  # noqa: E731
+    ca = lambda y: block.cross_attn(y, memory, memory, memory_mask)[0]  # noqa: E731
+    ff, n1, n2, n3 = block.feed_forward, block.norm1, block.norm2, block.norm3
+    a, b, c = 0.5, 1.5, 2.5
+    if norm_first:
+        y = x + a * sa(n1(x))
+        y = y + b * ca(n2(y))
+        expected = y + c * ff(n3(y))
+    else:
+        y = n1(x + a * sa(x))
+        y = n2(y + b * ca(y))
+        expected = n3(y + c * ff(y))
+    block.dropout1, block.dropout2, block.dropout3 = _Scale(a), _Scale(b), _Scale(c)
+    torch.testing.assert_close(block(x, memory, self_mask, memory_mask)[0], expected)

@@ -898,3 +898,120 @@ def test_checkers_leave_the_random_state_alone():
     ex.check_multi_head_attention(MultiHeadAttention)
     ex.check_attention(lambda q, k, v: attention_einsum(q + torch.randn(()), k, v))
     torch.testing.assert_close(torch.rand(3), expected)
+
+
+# --- second review: wrong answers that got no or the wrong diagnosis ---------------------------
+
+
+def test_renormalising_after_the_softmax_is_diagnosed_as_0_over_0():
+    def renormalised(query, key, value, mask):
+        s = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+        w = torch.softmax(s, dim=-1) * mask
+        w = w / w.sum(-1, keepdim=True)  # 0 / 0 = NaN on a query with no allowed key
+        return w @ value, w
+
+    verdict = ex.check_masked_attention(renormalised)
+    assert verdict.mistake == "-inf fill gives NaN"
+    assert "divides 0 by 0" in str(verdict) and "-inf" in str(verdict)
+
+
+def test_attention_scaled_by_the_value_width_is_named():
+    def by_d_v(query, key, value):
+        w = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(value.shape[-1]), dim=-1)
+        return w @ value, w
+
+    verdict = ex.check_attention(by_d_v)
+    assert verdict.mistake == "scaled by sqrt(d_v)" and "query.shape[-1]" in str(verdict)
+
+
+def test_transpose_1_2_on_unbatched_input_gets_the_negative_axes_hint():
+    def batch_only(query, key, value):
+        w = torch.softmax(query @ key.transpose(1, 2) / math.sqrt(query.shape[-1]), dim=-1)
+        return w @ value, w
+
+    verdict = ex.check_attention(batch_only)
+    assert verdict.mistake == "transpose(1, 2) on unbatched input"
+    assert "transpose(-2, -1)" in str(verdict)
+
+    def softmax_dim_2(query, key, value):  # the same IndexError from another line: no transpose hint
+        w = torch.softmax(query @ key.transpose(-2, -1), dim=2)
+        return w @ value, w
+
+    assert ex.check_attention(softmax_dim_2).mistake != "transpose(1, 2) on unbatched input"
+
+
+def test_multi_head_attention_returning_weights_first_is_named():
+    class Swapped(EinsumMHA):
+        def forward(self, query, key, value):
+            out, w = super().forward(query, key, value)
+            return w, out
+
+    assert ex.check_multi_head_attention(Swapped).mistake == "outputs swapped"
+
+
+def test_odd_columns_are_said_only_when_every_odd_column_is_wrong():
+    wrong = torch.zeros(3, 6, dtype=torch.bool)
+    wrong[:, [1, 3]] = True
+    assert ex._pattern(wrong, {}) == "only in columns 1, 3 (last axis)"
+    wrong[:, 5] = True
+    assert ex._pattern(wrong, {}) == "only in the odd columns (last axis)"
+    wrong = torch.zeros(3, 6, dtype=torch.bool)
+    wrong[:, [0, 4]] = True
+    assert ex._pattern(wrong, {}) == "only in columns 0, 4 (last axis)"
+
+
+def test_second_sub_layer_reading_the_blocks_input_is_named():
+    def post_norm_old_residual(x, mask, attention, feed_forward, norm1, norm2):
+        y = norm1(x + attention(x, mask))
+        return norm2(x + feed_forward(y))  # adds the block's input, not y
+
+    def pre_norm_ffn_on_input(x, mask, attention, feed_forward, norm1, norm2):
+        y = x + attention(norm1(x), mask)
+        return y + feed_forward(norm2(x))  # normalises the block's input, not y
+
+    for answer, norm_first in ((post_norm_old_residual, False), (pre_norm_ffn_on_input, True)):
+        verdict = ex.check_encoder_block(answer, norm_first=norm_first)
+        assert verdict.mistake == "second sub-layer reads the block's input"
+        assert "instead of the first sub-layer's result" in str(verdict)
+
+
+def test_shape_errors_get_a_named_hint():
+    def lengths_a_row(lengths, max_len):
+        return (torch.arange(max_len) < torch.as_tensor(lengths)).unsqueeze(1)
+
+    verdict = ex.check_padding_mask(lengths_a_row)
+    assert verdict.mistake == "lengths not a column" and "[:, None]" in str(verdict)
+
+    def boolean_index(query, key, value, mask):
+        s = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+        s[~mask] = torch.finfo(s.dtype).min  # mask (B, 1, m) against scores (B, n, m)
+        w = torch.softmax(s, dim=-1)
+        return w @ value, w
+
+    verdict = ex.check_masked_attention(boolean_index)
+    assert verdict.mistake == "boolean indexing with a broadcast mask" and "masked_fill" in str(verdict)
+
+    def split_transpose_2_3(x, num_heads):
+        B, n, d = x.shape
+        return x.view(B, n, num_heads, d // num_heads).transpose(2, 3)
+
+    def split_permute(x, num_heads):
+        B, n, d = x.shape
+        return x.view(B, n, num_heads, d // num_heads).permute(0, 2, 3, 1)
+
+    verdict = ex.check_split_heads(split_transpose_2_3)
+    assert verdict.mistake == "transposed the wrong axes" and "(B, n, d_k, h)" in str(verdict)
+    verdict = ex.check_split_heads(split_permute)
+    assert verdict.mistake == "permuted the wrong axes" and "(B, h, d_k, n)" in str(verdict)
+
+    def combine_transpose_2_3(x):
+        B, h, n, d_k = x.shape
+        return x.transpose(2, 3).reshape(B, n, h * d_k)
+
+    def combine_permute(x):
+        return x.permute(0, 2, 3, 1).flatten(2)
+
+    verdict = ex.check_combine_heads(combine_transpose_2_3)
+    assert verdict.mistake == "transposed the wrong axes" and "(B, h, d_k, n)" in str(verdict)
+    verdict = ex.check_combine_heads(combine_permute)
+    assert verdict.mistake == "features interleaved" and "(B, n, d_k, h)" in str(verdict)

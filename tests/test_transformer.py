@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import pytest
@@ -15,10 +14,6 @@ from helpers.masks import causal_mask, padding_mask
 from helpers.reference import torch_transformer
 from helpers.transformer import TABLE3, Transformer
 
-GENERAL_WIDTHS = "d_k" in inspect.signature(MultiHeadAttention.__init__).parameters
-needs_general_widths = pytest.mark.skipif(
-    not GENERAL_WIDTHS, reason="helpers.attention.MultiHeadAttention has no d_k / d_v yet"
-)
 BASE = {"num_layers": 6, "d_model": 512, "d_ff": 2048, "num_heads": 8, "d_k": None, "d_v": None}
 
 
@@ -35,7 +30,6 @@ def _batch(seed: int, B=2, m=6, n=5, vocab=11):
 # --- multi-head attention with general d_k, d_v (§3.2.2) ----------------------------------------
 
 
-@needs_general_widths
 @pytest.mark.parametrize(("d_model", "h", "d_k", "d_v"), [(12, 3, 5, 7), (10, 3, 4, 4), (16, 4, 2, 8)])
 def test_mha_general_widths_equal_the_formula_on_both_paths(d_model, h, d_k, d_v):
     """MultiHead = Concat(head_1..head_h) W^O, head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d_k)) V W_i^V."""
@@ -63,7 +57,6 @@ def test_mha_general_widths_equal_the_formula_on_both_paths(d_model, h, d_k, d_v
         torch.testing.assert_close(fused, expected, atol=1e-5, rtol=1e-4)
 
 
-@needs_general_widths
 def test_mha_default_widths_keep_the_divisibility_error():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 3)
@@ -253,8 +246,6 @@ def closed_form(vocab, num_layers, d_model, d_ff, num_heads, d_k=None, d_v=None)
 @pytest.mark.parametrize("row", list(TABLE3), ids=str)
 def test_table3_parameter_counts(row):
     changes, paper_millions = TABLE3[row]
-    if (changes.get("d_k") or changes.get("d_v")) and not GENERAL_WIDTHS:
-        pytest.skip("helpers.attention.MultiHeadAttention has no d_k / d_v yet")
     with torch.device("meta"):  # no memory, no time: shapes only
         model = Transformer(37_000, 37_000, **changes)
     count = sum(p.numel() for p in model.parameters())
@@ -285,3 +276,28 @@ def test_base_model_builds_on_the_meta_device():
         model = Transformer(37_000, 37_000)
     assert model.projection.weight.is_meta
     assert sum(p.numel() for p in model.parameters()) == 63_082_496
+
+
+def test_dropout_reaches_embeddings_and_every_layer_only_in_training():
+    torch.manual_seed(7)
+    model = _small(dropout=0.3)
+    assert model.positional.dropout.p == 0.3  # on the sum of embeddings and positions (§5.4)
+    probabilities = {m.p for m in model.modules() if isinstance(m, nn.Dropout)}
+    assert probabilities == {0.3}
+    assert {m.dropout for m in model.modules() if isinstance(m, MultiHeadAttention)} == {0.3}
+    src, tgt = _batch(7)
+    assert not torch.allclose(model(src, tgt), model(src, tgt))
+    model.eval()
+    torch.testing.assert_close(model(src, tgt), model(src, tgt))
+
+
+def test_shift_right_and_its_bad_input():
+    from helpers.transformer import shift_right
+
+    targets = torch.tensor([[5, 6, 2], [7, 2, 0]])
+    assert shift_right(targets, 1).tolist() == [[1, 5, 6], [1, 7, 2]]
+    assert shift_right(targets, 1).dtype == targets.dtype
+    with pytest.raises(ValueError, match="integer token ids"):
+        shift_right(targets.float(), 1)
+    with pytest.raises(ValueError, match="bos_id"):
+        shift_right(targets, -1)

@@ -1,0 +1,213 @@
+"""Decoding a trained encoder-decoder: greedy search and beam search with the GNMT length penalty.
+
+Vaswani et al., 2017, §6.1: beam search with beam size 4 and length penalty alpha = 0.6, the
+penalty of Wu et al. (2016, GNMT), ``lp(Y) = ((5 + |Y|) / 6) ** alpha``; the output may run to
+the input length + 50 tokens, with early termination when possible.
+
+Both functions reach the model only through two methods, so any module with this interface can
+be decoded (a hand-built one in a test, a cached one later in the series):
+
+- ``model.encode(src, src_mask) -> (memory, weights)``, ``src (B, m)`` ids;
+- ``model.decode(tgt, memory, src_mask) -> (logits, self_weights, cross_weights)``, ``tgt (B, n)``
+  ids, ``logits (B, n, vocab)``; position ``i``'s logits predict token ``i + 1``.
+
+``src_mask`` is the source's key-padding mask ``(B, 1, m)`` (``True`` = a real token), as
+``helpers.masks.padding_mask(src_lengths)`` returns it, or ``None`` for an unpadded batch.
+Both functions run the model in ``eval()`` under ``torch.no_grad()`` (and put back the mode
+they found), decode all sentences of the batch together, and return one list of generated ids
+per sentence: without ``<bos>``, ending with ``<eos>`` (included) or after ``max_len`` tokens.
+Every token of the vocabulary is a candidate at every step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["beam_search", "greedy_decode", "length_penalty"]
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT's ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` (§6.1; Wu et al., 2016), ``|Y|`` generated tokens incl. ``<eos>``.
+
+    A finished hypothesis scores ``sum(log p) / lp(Y)``: ``alpha = 0`` ranks by the plain sum of log
+    probabilities (which favours short outputs, as every token adds a negative term); a larger ``alpha``
+    divides long hypotheses' sums by more, so it favours longer outputs.
+    """
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ValueError(f"length must be a positive integer (generated tokens, <eos> included), got {length!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha < 0:
+        raise ValueError(f"alpha must be a non-negative number, got {alpha!r}")
+    return ((5 + length) / 6) ** alpha
+
+
+_lp = length_penalty  # beam_search's argument `length_penalty` (alpha) hides the function inside it
+
+
+def _check(model, src, bos_id, eos_id, max_len, src_mask) -> None:
+    for method in ("encode", "decode"):
+        if not callable(getattr(model, method, None)):
+            raise ValueError(f"model must have encode(src, src_mask) and decode(tgt, memory, src_mask); no {method}")
+    if not isinstance(src, torch.Tensor) or src.dim() != 2 or src.is_floating_point() or src.dtype == torch.bool:
+        got = f"{src.dtype} of shape {tuple(src.shape)}" if isinstance(src, torch.Tensor) else type(src).__name__
+        raise ValueError(f"src must be integer token ids of shape (B, m), got {got}")
+    if src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(f"src must hold at least one sentence and one position, got shape {tuple(src.shape)}")
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer token id, got {value!r}")
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
+        raise ValueError(f"max_len must be a positive integer (generated tokens), got {max_len!r}")
+    if src_mask is not None and (
+        not isinstance(src_mask, torch.Tensor)
+        or src_mask.dtype != torch.bool
+        or tuple(src_mask.shape) != (src.shape[0], 1, src.shape[1])
+    ):
+        got = f"{src_mask.dtype} {tuple(src_mask.shape)}" if isinstance(src_mask, torch.Tensor) else src_mask
+        raise ValueError(
+            f"src_mask must be a boolean key-padding mask of shape (B, 1, m) = {(src.shape[0], 1, src.shape[1])}, "
+            f"got {got}"
+        )
+
+
+def _set_eval(model) -> bool | None:
+    """Put an ``nn.Module`` in eval mode (no dropout) and return the mode it was in; other objects: ``None``."""
+    if isinstance(model, torch.nn.Module):
+        was_training = model.training
+        model.eval()
+        return was_training
+    return None
+
+
+def _restore(model, was_training: bool | None) -> None:
+    if was_training is not None:
+        model.train(was_training)
+
+
+def _next_log_probs(model, tgt, memory, src_mask) -> torch.Tensor:
+    """``tgt (N, t)`` -> log-probabilities of the next token ``(N, vocab)``, checked for NaN."""
+    logits, _, _ = model.decode(tgt, memory, src_mask)  # (N, t, vocab)
+    log_probs = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (N, vocab)
+    if torch.isnan(log_probs).any():
+        raise ValueError("the model's logits hold NaN; decoding cannot rank the candidates")
+    return log_probs
+
+
+def greedy_decode(
+    model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, src_mask: torch.Tensor | None = None
+) -> list[list[int]]:
+    """Greedy search: at each step append the most probable next token, one decoder pass per token.
+
+    ``src (B, m)`` ids -> ``B`` lists of generated ids (no ``<bos>``; ends at ``<eos>``, included, or after
+    ``max_len`` tokens). A sentence that has emitted ``<eos>`` stays in the batch (its later tokens are
+    dropped) until every sentence has, so one decoder call serves the whole batch at each step.
+    """
+    _check(model, src, bos_id, eos_id, max_len, src_mask)
+    was_training = _set_eval(model)
+    try:
+        with torch.no_grad():
+            memory, _ = model.encode(src, src_mask)  # (B, m, d_model)
+            B = src.shape[0]
+            tgt = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1): <bos>
+            total = torch.zeros(B, device=src.device)  # sum of log p so far (the beam's score, for equal ties)
+            out: list[list[int]] = [[] for _ in range(B)]
+            done = [False] * B
+            for _ in range(max_len):
+                log_probs = _next_log_probs(model, tgt, memory, src_mask)  # (B, vocab)
+                candidates = total[:, None] + log_probs  # (B, vocab)
+                next_ids = candidates.argmax(dim=-1)  # (B,): first index on a tie
+                total = candidates.gather(1, next_ids[:, None])[:, 0]
+                for b, token in enumerate(next_ids.tolist()):
+                    if not done[b]:
+                        out[b].append(token)
+                        done[b] = token == eos_id
+                if all(done):
+                    break
+                tgt = torch.cat([tgt, next_ids[:, None]], dim=1)  # (B, t) -> (B, t + 1)
+    finally:
+        _restore(model, was_training)
+    return out
+
+
+def beam_search(
+    model,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    src_mask: torch.Tensor | None = None,
+    trace: list | None = None,
+) -> list[list[int]]:
+    """Beam search (§6.1): keep the ``beam_size`` most probable partial outputs, return the best finished one.
+
+    ``src (B, m)`` ids -> ``B`` lists of generated ids, in the format of :func:`greedy_decode`.
+
+    For each sentence, every live hypothesis is extended by every token of the vocabulary, and the best
+    ``k`` extensions by ``sum(log p)`` are kept, where ``k = beam_size`` minus the hypotheses already
+    finished. An extension ending in ``<eos>`` is finished, and so is one that reaches ``max_len`` tokens;
+    the search for a sentence stops when ``beam_size`` hypotheses are finished or none is live. The answer
+    is the finished hypothesis with the best ``sum(log p) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6) ** alpha``
+    (:func:`length_penalty`, ``alpha = length_penalty``). Hence ``beam_size=1`` is greedy search, and a
+    ``beam_size`` at least the number of possible outputs prunes nothing: the answer is then the exact best.
+    Ties are broken towards the earlier hypothesis and the smaller token id, as in greedy search.
+
+    Every sentence's live hypotheses go through the decoder together, one call per step. If ``trace`` is a
+    list, one entry per step is appended for each sentence: ``(sentence, step, live, finished)`` where
+    ``live`` holds ``(ids, sum_log_p)`` of the hypotheses kept and ``finished`` holds
+    ``(ids, sum_log_p, score)`` of those finished so far (a picture of the beam, for teaching).
+    """
+    _check(model, src, bos_id, eos_id, max_len, src_mask)
+    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+    alpha = length_penalty  # the argument shadows the function of that name: use _lp below
+    _lp(1, alpha)  # checks alpha
+    if trace is not None and not isinstance(trace, list):
+        raise ValueError(f"trace must be a list to append to, or None, got {type(trace).__name__}")
+    was_training = _set_eval(model)
+    try:
+        with torch.no_grad():
+            memory, _ = model.encode(src, src_mask)  # (B, m, d_model)
+            B = src.shape[0]
+            # live[b]: list of (ids, sum_log_p); finished[b]: list of (ids, sum_log_p, score)
+            live: list[list[tuple[list[int], float]]] = [[([], 0.0)] for _ in range(B)]
+            finished: list[list[tuple[list[int], float, float]]] = [[] for _ in range(B)]
+            for step in range(1, max_len + 1):
+                owners = [b for b in range(B) for _ in live[b]]  # sentence of each live hypothesis
+                if not owners:
+                    break
+                index = torch.tensor(owners, device=src.device)
+                tgt = torch.tensor(
+                    [[bos_id, *ids] for b in range(B) for ids, _ in live[b]], dtype=torch.long, device=src.device
+                )  # (N, step): every live hypothesis of every sentence, <bos> first
+                mask = None if src_mask is None else src_mask[index]  # (N, 1, m)
+                log_probs = _next_log_probs(model, tgt, memory[index], mask)  # (N, vocab)
+                vocab = log_probs.shape[-1]
+                row = 0
+                for b in range(B):
+                    hyps = live[b]
+                    if not hyps:
+                        continue
+                    sums = torch.tensor([s for _, s in hyps], dtype=log_probs.dtype)  # (H,)
+                    candidates = (sums[:, None] + log_probs[row : row + len(hyps)]).flatten()  # (H * vocab,)
+                    row += len(hyps)
+                    k = min(beam_size - len(finished[b]), candidates.numel())
+                    order = torch.sort(candidates, descending=True, stable=True).indices[:k]  # ties: lower index first
+                    kept = []
+                    for flat in order.tolist():
+                        h, token = divmod(flat, vocab)
+                        ids, total = hyps[h][0] + [token], float(candidates[flat])
+                        if token == eos_id or step == max_len:
+                            finished[b].append((ids, total, total / _lp(len(ids), alpha)))
+                        else:
+                            kept.append((ids, total))
+                    live[b] = kept
+                    if trace is not None:
+                        trace.append((b, step, list(kept), list(finished[b])))
+            out = []
+            for b in range(B):
+                best = max(range(len(finished[b])), key=lambda i: (finished[b][i][2], -i))  # first on a tie
+                out.append(finished[b][best][0])
+    finally:
+        _restore(model, was_training)
+    return out

@@ -1,0 +1,212 @@
+"""Tests of helpers.decoding: greedy search and beam search with the GNMT length penalty (§6.1)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.decoding import beam_search, greedy_decode, length_penalty
+from helpers.masks import padding_mask
+from helpers.transformer import Transformer
+
+BOS, EOS = 1, 2
+
+
+def _tiny(seed: int, vocab: int = 5, dropout: float = 0.0) -> Transformer:
+    torch.manual_seed(seed)
+    model = Transformer(vocab, vocab, d_model=8, num_heads=2, num_layers=1, d_ff=16, dropout=dropout, max_len=32)
+    with torch.no_grad():  # larger logits than at init, so that the distributions are far from uniform
+        model.projection.weight.mul_(4.0)
+    return model.eval()
+
+
+class TableModel(nn.Module):
+    """A hand-built 'model': the next token's log-probabilities depend only on the last token (a table).
+
+    It has encode and decode and nothing else a decoder may call (forward raises); decode checks that
+    gradients are off.
+    """
+
+    def __init__(self, table: list[list[float]]):
+        super().__init__()
+        self.log_table = torch.tensor(table).log()  # (vocab, vocab): row = last token, column = next token
+        self.calls = 0
+
+    def forward(self, *args):
+        raise AssertionError("decoding must use encode and decode only")
+
+    def encode(self, src, src_mask=None):
+        return src.float().unsqueeze(-1), []  # (B, m, 1)
+
+    def decode(self, tgt, memory, src_mask=None):
+        assert not torch.is_grad_enabled(), "decoding must run under torch.no_grad()"
+        assert memory.shape[0] == tgt.shape[0]
+        self.calls += 1
+        return self.log_table[tgt], [], []  # (B, n) -> (B, n, vocab)
+
+
+def _score(model, src, ids, alpha) -> float:
+    """sum(log p) / lp(Y) of one generated sequence, by teacher forcing."""
+    tgt = torch.tensor([[BOS, *ids[:-1]]])
+    with torch.no_grad():
+        memory, _ = model.encode(src)
+        logits, _, _ = model.decode(tgt, memory)
+    log_probs = torch.log_softmax(logits[0], dim=-1)  # (n, vocab)
+    total = float(log_probs[torch.arange(len(ids)), torch.tensor(ids)].sum())
+    return total / length_penalty(len(ids), alpha)
+
+
+def _every_output(vocab: int, max_len: int):
+    """Every finished hypothesis: ends with EOS (none before it), or has max_len tokens without EOS."""
+    others = [t for t in range(vocab) if t != EOS]
+    for n in range(1, max_len + 1):
+        for prefix in itertools.product(others, repeat=n - 1):
+            yield [*prefix, EOS]
+            if n == max_len:
+                for last in others:
+                    yield [*prefix, last]
+
+
+def test_length_penalty_is_gnmts():
+    assert length_penalty(1, 0.6) == 1.0
+    assert math.isclose(length_penalty(7, 0.6), 2.0**0.6)
+    assert length_penalty(9, 0.0) == 1.0
+    for bad in [(0, 0.6), (2, -0.1), (1.5, 0.6)]:
+        with pytest.raises(ValueError):
+            length_penalty(*bad)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_wide_beam_returns_the_exact_best_sequence(seed, alpha):
+    """With a beam as wide as the number of hypotheses, beam search prunes nothing: it finds the argmax."""
+    vocab, max_len = 4, 3
+    model = _tiny(seed, vocab)
+    src = torch.tensor([[3, 0, 2, 3]])
+    outputs = list(_every_output(vocab, max_len))
+    best = max(outputs, key=lambda ids: _score(model, src, ids, alpha))
+    found = beam_search(model, src, BOS, EOS, max_len, beam_size=vocab**max_len, length_penalty=alpha)
+    assert found == [best]
+    # and the narrowest beam may miss it for some seed/alpha; the greedy answer is always one of the outputs
+    assert greedy_decode(model, src, BOS, EOS, max_len)[0] in outputs
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_beam_of_one_is_greedy(seed):
+    model = _tiny(seed, vocab=6)
+    g = torch.Generator().manual_seed(seed)
+    lengths = [5, 2, 4, 1]
+    src = torch.randint(0, 6, (4, 5), generator=g)
+    mask = padding_mask(lengths, 5)
+    src = src.masked_fill(~mask[:, 0], 0)
+    greedy = greedy_decode(model, src, BOS, EOS, 8, mask)
+    assert beam_search(model, src, BOS, EOS, 8, beam_size=1, src_mask=mask) == greedy
+    assert beam_search(model, src, BOS, EOS, 8, beam_size=1, length_penalty=1.3, src_mask=mask) == greedy
+
+
+def test_beam_beats_greedy_when_the_first_choice_leads_astray():
+    """Greedy takes A (p 0.6), after which every next token is unlikely; B (p 0.4) then EOS (0.99) is better."""
+    # tokens: 0 pad, 1 bos, 2 eos, 3 A, 4 B; rows: last token, columns: next token
+    uniform = [0.2] * 5
+    table = [
+        uniform,
+        [0.0, 0.0, 0.0, 0.6, 0.4],  # after <bos>
+        uniform,
+        [0.0, 0.0, 0.34, 0.33, 0.33],  # after A: eos 0.34
+        [0.0, 0.0, 0.99, 0.005, 0.005],  # after B: eos 0.99
+    ]
+    model = TableModel(table)
+    src = torch.tensor([[3, 4]])
+    assert greedy_decode(model, src, BOS, EOS, 5) == [[3, EOS]]
+    assert beam_search(model, src, BOS, EOS, 5, beam_size=2) == [[4, EOS]]
+    assert beam_search(model, src, BOS, EOS, 5, beam_size=1) == [[3, EOS]]
+    assert model.calls > 0
+
+
+def test_every_token_is_a_candidate_and_max_len_stops():
+    """No token is excluded (not even <pad> or <bos>); without <eos>, the output stops after max_len tokens."""
+    table = [[0.1, 0.6, 0.1, 0.1, 0.1]] * 2 + [[0.2] * 5] + [[0.6, 0.1, 0.1, 0.1, 0.1]] * 2
+    model = TableModel(table)  # after <pad> or <bos>: <bos> (p 0.6); after A or B: <pad>
+    src = torch.tensor([[3]])
+    assert greedy_decode(model, src, BOS, EOS, 4) == [[BOS] * 4]
+    assert beam_search(model, src, BOS, EOS, 4, beam_size=3, length_penalty=0.0) == [[BOS] * 4]
+
+
+def test_eos_is_included_and_ends_each_sentence_separately():
+    table = [[0.2] * 5, [0.0, 0.0, 0.0, 0.9, 0.1], [0.2] * 5, [0.0, 0.0, 0.1, 0.0, 0.9], [0.0, 0.0, 0.9, 0.1, 0.0]]
+    model = TableModel(table)  # <bos> -> A -> B -> <eos>
+    src = torch.tensor([[3, 3], [4, 0]])
+    assert greedy_decode(model, src, BOS, EOS, 10) == [[3, 4, EOS]] * 2
+    assert beam_search(model, src, BOS, EOS, 10, beam_size=4) == [[3, 4, EOS]] * 2
+    assert greedy_decode(model, src, BOS, EOS, 2) == [[3, 4]] * 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_padding_never_changes_a_decoded_output(seed):
+    model = _tiny(seed, vocab=7)
+    g = torch.Generator().manual_seed(100 + seed)
+    sentences = [torch.randint(3, 7, (n,), generator=g) for n in (6, 3, 1, 4)]
+    lengths = [len(s) for s in sentences]
+    src = torch.zeros(len(sentences), 6, dtype=torch.long)
+    for b, s in enumerate(sentences):
+        src[b, : len(s)] = s
+    mask = padding_mask(lengths, 6)
+    for decode in (greedy_decode, lambda *a, **k: beam_search(*a, beam_size=3, **k)):
+        batched = decode(model, src, BOS, EOS, 7, src_mask=mask)
+        alone = [decode(model, s[None], BOS, EOS, 7)[0] for s in sentences]
+        assert batched == alone
+
+
+def test_fully_padded_source_gives_no_nan():
+    model = _tiny(0, vocab=5)
+    src = torch.tensor([[3, 4, 0], [0, 0, 0]])
+    mask = padding_mask([2, 0], 3)
+    for out in (
+        greedy_decode(model, src, BOS, EOS, 4, mask),
+        beam_search(model, src, BOS, EOS, 4, src_mask=mask),
+    ):
+        assert len(out) == 2 and all(1 <= len(ids) <= 4 and all(0 <= t < 5 for t in ids) for ids in out)
+
+
+def test_decoding_runs_in_eval_mode_and_restores_the_mode():
+    model = _tiny(1, vocab=6, dropout=0.5).train()
+    src = torch.tensor([[3, 4, 5, 3]])
+    first = greedy_decode(model, src, BOS, EOS, 6)
+    assert model.training  # put back
+    assert all(greedy_decode(model, src, BOS, EOS, 6) == first for _ in range(3))  # no dropout while decoding
+    assert beam_search(model, src, BOS, EOS, 6) == beam_search(model, src, BOS, EOS, 6)
+    assert model.training
+
+
+def test_trace_shows_the_beam():
+    table = [[0.2] * 5, [0.0, 0.0, 0.0, 0.6, 0.4], [0.2] * 5, [0.0, 0.0, 0.34, 0.33, 0.33], [0.0, 0.0, 0.99, 0.005, 0.005]]
+    trace = []
+    out = beam_search(TableModel(table), torch.tensor([[3]]), BOS, EOS, 3, beam_size=2, trace=trace)
+    assert out == [[4, EOS]]
+    sentence, step, live, finished = trace[0]
+    assert (sentence, step) == (0, 1) and [ids for ids, _ in live] == [[3], [4]] and finished == []
+    assert math.isclose(live[0][1], math.log(0.6), rel_tol=1e-6)
+    _, step, live, finished = trace[1]  # [4, eos] (-0.93) then [3, eos] (-1.59): both finished, beam full
+    assert step == 2 and live == [] and [ids for ids, _, _ in finished] == [[4, EOS], [3, EOS]]
+    assert len(trace) == 2
+
+
+def test_bad_input_raises():
+    model = _tiny(0)
+    src = torch.tensor([[3, 4]])
+    with pytest.raises(ValueError, match="src"):
+        greedy_decode(model, src.float(), BOS, EOS, 3)
+    with pytest.raises(ValueError, match="max_len"):
+        greedy_decode(model, src, BOS, EOS, 0)
+    with pytest.raises(ValueError, match="src_mask"):
+        beam_search(model, src, BOS, EOS, 3, src_mask=torch.ones(1, 2, dtype=torch.bool))
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, BOS, EOS, 3, beam_size=0)
+    with pytest.raises(ValueError, match="alpha"):
+        beam_search(model, src, BOS, EOS, 3, length_penalty=-1.0)
+    with pytest.raises(ValueError, match="encode"):
+        greedy_decode(object(), src, BOS, EOS, 3)
