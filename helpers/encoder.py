@@ -90,13 +90,24 @@ class EncoderBlock(nn.Module):
     in the paper but trains more easily in deep stacks. Dropout is applied to
     each sub-layer's output before the residual add (§5.4) and inside the
     attention and feed-forward, as in ``nn.TransformerEncoderLayer``.
+    ``d_k`` and ``d_v`` set the per-head widths (default ``d_model // num_heads``;
+    §3.2.2, Table 3 rows (B)).
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        d_k: int | None = None,
+        d_v: int | None = None,
+    ):
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -144,12 +155,15 @@ class Encoder(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_first: bool = False,
+        d_k: int | None = None,
+        d_v: int | None = None,
     ):
         super().__init__()
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
         self.layers = nn.ModuleList(
-            EncoderBlock(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first) for _ in range(num_layers)
+            EncoderBlock(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v)
+            for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else None
 

@@ -123,13 +123,15 @@ def _mask(mask, batch: int | None, index: int, n: int, m: int) -> np.ndarray | N
 
 
 def _labels(labels, size: int, name: str, axis: str) -> list[str]:
+    """The labels as strings; ``axis`` is "key" or "query"."""
     if isinstance(labels, torch.Tensor):
         labels = labels.tolist()
     if isinstance(labels, str):
         raise ValueError(f"{name} must be a sequence of labels, one per {axis}, not one string: {labels!r}")
     labels = [str(t) for t in labels]
     if len(labels) != size:
-        raise ValueError(f"{name} has {len(labels)} labels but the weights have {size} {axis}s")
+        plural = {"key": "keys", "query": "queries"}[axis]
+        raise ValueError(f"{name} has {len(labels)} labels but the weights have {size} {plural}")
     return labels
 
 
@@ -159,7 +161,7 @@ def explore_attention(
     Layers and heads are numbered from 0, as everywhere in the series.
     """
     w, batch, index = _layers(weights, sequence)
-    layers, heads, n, m = w.shape
+    _, heads, n, m = w.shape
     if heads == 0 or n == 0 or m == 0:
         raise ValueError(f"weights have an empty axis: (layers, h, n, m) = {w.shape}")
     bad = np.argwhere(~np.isfinite(w))
@@ -231,7 +233,7 @@ class AttentionExplorer:
 
     def figure(self):
         """The static layers x heads grid (a matplotlib Figure), drawn from the stored weights."""
-        layers, heads, n, m = self._stored.shape
+        n, m = self._stored.shape[2:]
         cell = 1.8 if max(n, m) <= 10 else 2.2
         return plot_layers_heads(
             self.weights, self.queries, self.keys, mask=self.mask, title=self.title, cell_size=cell
@@ -266,7 +268,7 @@ class AttentionExplorer:
             f'<script type="application/json" class="attn-x-data">{data}</script>'
             f'<img class="attn-x-fallback" alt="{alt}" src="data:image/png;base64,{png}">'
             f'<div class="attn-x-note" style="font-size:16px;color:#444;margin:4px 0">{STATIC_NOTE}</div>'
-            f"</div><script>{SCRIPT}</script>"
+            f"</div><script>{_SCRIPT_SHIPPED}</script>"
         )
 
     def _summary(self) -> str:
@@ -482,7 +484,7 @@ SCRIPT = r"""
     var pick = hover || state, l = state.layer;
     var shownHeads = state.head < 0 ? Array.from({length: H}, function (_, h) { return h; }) : [state.head];
     var out = [];
-    out.push('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ' + width + " " + height + '" width="' + width +
+    out.push('<svg viewBox="0 0 ' + width + " " + height + '" width="' + width +
              '" height="' + height + '" role="group" aria-label="attention weights, layer ' + l + '">');
     // key labels over the heatmap's columns
     for (var k = 0; k < M; k++) {
@@ -649,3 +651,8 @@ SCRIPT = r"""
   root.setAttribute("data-live", "1");
 })();
 """
+
+# What goes into each output: the script without its indentation and whole-line comments (a third smaller).
+_SCRIPT_SHIPPED = "\n".join(
+    line.strip() for line in SCRIPT.strip().splitlines() if line.strip() and not line.strip().startswith("//")
+)

@@ -18,7 +18,6 @@ import math
 import torch
 from torch import nn
 
-from helpers.attention import MultiHeadAttention
 from helpers.decoder import Decoder
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import causal_mask
@@ -122,12 +121,9 @@ class Transformer(nn.Module):
         self.src_embedding = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embedding = self.src_embedding if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
         self.positional = PositionalEncoding(d_model, max_len=max_len, dropout=dropout)  # adds PE, then dropout
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first)
-        default = d_model // num_heads
-        if d_k not in (None, default) or d_v not in (None, default):
-            # helpers.encoder's blocks take the default widths d_model // h; give them the requested ones
-            for layer in self.encoder.layers:
-                layer.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
+        self.encoder = Encoder(
+            num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v
+        )
         self.decoder = Decoder(
             num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v
         )

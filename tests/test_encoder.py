@@ -318,3 +318,18 @@ def test_reference_encoder_layer_copies_mode_and_dropout():
     assert ref.norm_first and ref.self_attn.dropout == 0.2
     assert ref.dropout.p == ref.dropout1.p == ref.dropout2.p == 0.2
     assert ref.linear1.out_features == 12
+
+
+def test_encoder_takes_general_head_widths():
+    """d_k and d_v reach every block's attention, so d_model need not be divisible by h (§3.2.2, Table 3 (B))."""
+    torch.manual_seed(0)
+    encoder = Encoder(2, d_model=10, num_heads=4, d_ff=16, d_k=3, d_v=5).eval()
+    for layer in encoder.layers:
+        assert layer.self_attn.w_q.weight.shape == (4 * 3, 10)
+        assert layer.self_attn.w_v.weight.shape == (4 * 5, 10)
+        assert layer.self_attn.w_o.weight.shape == (10, 4 * 5)
+    out, weights = encoder(torch.randn(2, 7, 10))
+    assert out.shape == (2, 7, 10) and torch.isfinite(out).all()
+    assert [w.shape for w in weights] == [(2, 4, 7, 7)] * 2
+    with pytest.raises(ValueError, match="divisible"):
+        Encoder(1, d_model=10, num_heads=4, d_ff=16)

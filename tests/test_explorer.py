@@ -1,0 +1,154 @@
+"""helpers.explorer: the inlined data round-trips to the weights, the output is deterministic and offline, and
+bad input gets a clear ValueError. The views are driven in a real browser in tests/test_browser.py (JupyterLab,
+the untrusted fallback), tests/test_site.py (the HTML site) and tests/test_slides.py (a deck)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.encoder import Encoder
+from helpers.explorer import _SCRIPT_SHIPPED, CSS, MARKER, SCALE, explore_attention, read_payload
+from helpers.masks import causal_mask, padding_mask
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _softmax(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(3 * torch.randn(*shape, generator=g), dim=-1)
+
+
+@pytest.fixture(scope="module")
+def encoded():
+    """A padded batch through a 3-layer encoder: a list of (B, h, n, n) weights and its (B, 1, m) mask."""
+    torch.manual_seed(0)
+    encoder = Encoder(3, 16, 4, 32).eval()
+    mask = padding_mask([5, 3])
+    with torch.no_grad():
+        _, weights = encoder(torch.randn(2, 5, 16), mask)
+    return weights, mask
+
+
+def test_inlined_weights_round_trip(encoded):
+    weights, mask = encoded
+    tokens = ["birds", "sing", "loudly", "<pad>", "<pad>"]
+    view = explore_attention(weights, tokens, mask=mask, sequence=1, title="padded")
+    [data] = read_payload(view.html)
+    expected = torch.stack([w[1] for w in weights]).double().numpy()  # (layers, h, n, m) of sequence 1
+    assert data["weights"].shape == expected.shape == (3, 4, 5, 5)
+    np.testing.assert_allclose(data["weights"], expected, atol=0.5 / SCALE + 1e-9, rtol=0)
+    np.testing.assert_array_equal(data["weights"], np.rint(expected * SCALE) / SCALE)  # rounded, not truncated
+    np.testing.assert_array_equal(data["mask"], np.broadcast_to(mask[1].numpy(), (5, 5)))
+    assert data["queries"] == data["keys"] == tokens and data["title"] == "padded"
+    np.testing.assert_array_equal(view.weights, data["weights"])
+
+
+def test_cross_attention_and_one_layer():
+    weights = _softmax(2, 3, 4)  # (h, n, m): 3 queries, 4 keys
+    view = explore_attention(weights, list("abcd"), query_tokens=["x", "y", "z"])
+    [data] = read_payload(view.html)
+    assert data["weights"].shape == (1, 2, 3, 4) and data["mask"] is None
+    np.testing.assert_allclose(data["weights"][0], weights.numpy(), atol=0.005)
+    assert data["queries"] == ["x", "y", "z"] and data["keys"] == ["a", "b", "c", "d"]
+
+
+def test_a_single_batched_tensor_and_a_causal_mask():
+    mask = causal_mask(4)
+    weights = _softmax(2, 2, 4, 4).masked_fill(~mask, 0)
+    weights = weights / weights.sum(-1, keepdim=True)
+    view = explore_attention(weights, list("abcd"), mask=mask, sequence=1)
+    [data] = read_payload(view.html)
+    np.testing.assert_allclose(data["weights"][0], weights[1].numpy(), atol=0.005)
+    np.testing.assert_array_equal(data["mask"], mask.numpy())
+    assert (data["weights"][:, :, ~mask.numpy()] == 0).all()
+
+
+def test_output_is_deterministic_offline_and_carries_its_fallback(encoded):
+    weights, mask = encoded
+    first = explore_attention(weights, list("abcde"), mask=mask, sequence=0)._repr_mimebundle_()
+    second = explore_attention(weights, list("abcde"), mask=mask, sequence=0)._repr_mimebundle_()
+    assert first == second  # nbval compares text/html: no random id, no timestamp
+    page = first["text/html"]
+    assert not re.search(r"\sid=", page), "no element ids: each script finds its view as the element before it"
+    assert not re.search(r"https?:|require\(|import\(|fetch\(|XMLHttpRequest|\bsrc=\"(?!data:)", page)
+    assert page.count("<script>") == 1 and MARKER in page
+    png = base64.b64decode(first["image/png"])
+    assert png.startswith(PNG_SIGNATURE)
+    assert f'src="data:image/png;base64,{first["image/png"]}"' in page  # the same figure inside the HTML
+    assert "3 layers x 4 heads" in first["text/plain"]
+
+
+def test_a_large_view_stays_small():
+    weights = [_softmax(1, 8, 16, 16, seed=s) for s in range(6)]  # 6 layers x 8 heads x 16 x 16
+    view = explore_attention(weights, [f"t{i}" for i in range(16)])
+    assert len(json.dumps(view.payload())) < 17_000  # 12,288 weights, one byte each in base64
+    assert len(_SCRIPT_SHIPPED) + len(CSS) < 20_000  # the same in every view; the figure comes on top
+
+
+def test_two_views_are_independent():
+    one = explore_attention(_softmax(2, 3, 3, seed=1), list("abc")).html
+    two = explore_attention(_softmax(2, 3, 3, seed=2), list("abc")).html
+    views = read_payload(one + "<p>text</p>" + two)
+    assert len(views) == 2 and not np.array_equal(views[0]["weights"], views[1]["weights"])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: explore_attention(torch.rand(4, 4), list("abcd")), r"\(B, h, n, m\) or \(h, n, m\).*\(4, 4\)"),
+        (lambda: explore_attention(torch.rand(1, 1, 1, 4, 4), list("abcd")), r"got \(1, 1, 1, 4, 4\)"),
+        (lambda: explore_attention([], list("abcd")), "empty list"),
+        (lambda: explore_attention([_softmax(2, 4, 4), _softmax(2, 3, 3)], list("abcd")), r"same \(h, n, m\)"),
+        (lambda: explore_attention(_softmax(2, 4, 4), list("abc")), "tokens has 3 labels but the weights have 4 keys"),
+        (lambda: explore_attention(_softmax(2, 3, 4), list("abcd")), "pass query_tokens with 3 labels"),
+        (
+            lambda: explore_attention(_softmax(2, 3, 4), list("abcd"), query_tokens=list("xy")),
+            "query_tokens has 2 labels but the weights have 3 queries",
+        ),
+        (lambda: explore_attention(_softmax(2, 4, 4), "abcd"), "not one string"),
+        (lambda: explore_attention(_softmax(2, 4, 4) * 2, list("abcd")), r"must lie in \[0, 1\]"),
+        (lambda: explore_attention(torch.randn(2, 4, 4), list("abcd")), r"must lie in \[0, 1\]"),
+        (
+            lambda: explore_attention(torch.full((2, 4, 4), float("nan")), list("abcd")),
+            "NaN or infinite.*layer 0, head 0, query 0, key 0",
+        ),
+        (lambda: explore_attention(_softmax(3, 2, 4, 4), list("abcd")), "batch of 3 sequences: pass sequence="),
+        (lambda: explore_attention(_softmax(3, 2, 4, 4), list("abcd"), sequence=3), "outside the batch of 3"),
+        (lambda: explore_attention(_softmax(2, 4, 4), list("abcd"), mask=torch.ones(4, 4)), "must be boolean"),
+        (
+            lambda: explore_attention(_softmax(2, 4, 4), list("abcd"), mask=torch.ones(3, 3, dtype=torch.bool)),
+            r"mask of shape \(3, 3\)",
+        ),
+        (
+            lambda: explore_attention(_softmax(2, 4, 4), list("abcd"), mask=causal_mask(4)),
+            r"the mask hides key \d .* weight 0\.\d+: pass the mask the model used",
+        ),
+    ],
+    ids=[
+        "rank-2",
+        "rank-5",
+        "empty-list",
+        "layers-differ",
+        "token-count",
+        "cross-needs-queries",
+        "query-count",
+        "string-labels",
+        "above-one",
+        "negative",
+        "nan",
+        "batch-needs-sequence",
+        "sequence-out-of-range",
+        "float-mask",
+        "mask-shape",
+        "mask-hides-weight",
+    ],
+)
+def test_bad_input_gets_a_clear_value_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
