@@ -37,6 +37,31 @@ def clean(nb: nbformat.NotebookNode) -> None:
     nb.metadata["language_info"] = {k: v for k, v in language.items() if k in KEEP_LANGUAGE_INFO}
     for cell in nb.cells:
         cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "slideshow")}
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
+
+
+def merge_streams(outputs: list) -> list:
+    """Join consecutive stdout (or stderr) outputs into one.
+
+    How printed text is cut into outputs depends on when the kernel flushed it, that is on the machine's
+    speed: a table printed line by line may be stored as one output today and three tomorrow. nbval
+    compares the joined text either way, but the JSON would churn and the HTML and slides would show a
+    gap in the table; joined, the stored notebook is the same whoever executes it.
+    """
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] = "".join(previous["text"]) + "".join(output["text"])
+        else:
+            merged.append(output)
+    return merged
 
 
 def execute(path: Path) -> float:

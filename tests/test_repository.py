@@ -9,6 +9,7 @@ oversized notebooks fail loudly instead.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import shutil
@@ -61,6 +62,12 @@ def test_notebook_is_stored_executed_and_clean(path: Path):
             data = output.get("data", {})
             assert "image/svg+xml" not in data, f"{path.name}: SVG output (nbval compares SVG text; use PNG)"
             assert "application/vnd.jupyter.widget-view+json" not in data, f"{path.name}: widget output"
+        kinds = [(o.get("output_type"), o.get("name")) for o in cell.get("outputs", [])]
+        split = any(a == b and a[0] == "stream" for a, b in itertools.pairwise(kinds))
+        assert not split, (
+            f"{path.name}: printed text stored in pieces (their cut depends on timing) in cell "
+            f"{''.join(cell['source'])[:60]!r}; re-execute with scripts/execute_notebooks.py, which joins them"
+        )
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: stray metadata {set(nb['metadata'])}"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     # What depends on the machine that ran the notebook (scripts/execute_notebooks.py strips it).
