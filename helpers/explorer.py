@@ -38,14 +38,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from helpers.plotting import DPI, plot_layers_heads
+from helpers.plotting import CMAP, DPI, plot_layers_heads
 
-__all__ = ["AttentionExplorer", "explore_attention", "read_payload"]
+__all__ = ["AttentionExplorer", "decode_payload", "explore_attention", "read_payload"]
 
 SCALE = 100  # weights are stored as integers 0..100: two decimals, as the heatmaps annotate them
 TOLERANCE = 1e-5  # float error allowed outside [0, 1] and on masked keys
 MARKER = "data-attention-explorer"  # on the view's outer element; build and test scripts look for it
-_DATA = re.compile(r'<script type="application/json" class="attn-x-data">(.*?)</script>', re.S)
+# The view's data; a page builder may reorder the attributes (nbconvert's slides sort them).
+_DATA = re.compile(r'<script\b[^>]*\bclass="attn-x-data"[^>]*>(.*?)</script>', re.S)
 
 
 def _array(x, where: str) -> np.ndarray:
@@ -241,7 +242,8 @@ class AttentionExplorer:
 
     @property
     def png(self) -> bytes:
-        """The figure as a PNG of at most 256 colours (a third of the size, the same look), made once."""
+        """The figure as a PNG, made once, in a palette of 256 colours that holds every colour it draws (160
+        steps of viridis and 96 greys for text, masked cells and their crosses): a third of the bytes."""
         if self._png is None:
             from PIL import Image
 
@@ -250,7 +252,7 @@ class AttentionExplorer:
             fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
             plt.close(fig)
             image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-            small = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            small = image.quantize(palette=_palette(), dither=Image.Dither.NONE)
             out = io.BytesIO()
             small.save(out, format="PNG", optimize=True)
             self._png = out.getvalue()
@@ -265,7 +267,7 @@ class AttentionExplorer:
         return (
             f'<div class="attn-x" {MARKER}="{layers}x{heads}x{n}x{m}">'
             f"<style>{CSS}</style>"
-            f'<script type="application/json" class="attn-x-data">{data}</script>'
+            f'<script class="attn-x-data" type="application/json">{data}</script>'
             f'<img class="attn-x-fallback" alt="{alt}" src="data:image/png;base64,{png}">'
             f'<div class="attn-x-note" style="font-size:16px;color:#444;margin:4px 0">{STATIC_NOTE}</div>'
             f"</div><script>{_SCRIPT_SHIPPED}</script>"
@@ -290,23 +292,37 @@ class AttentionExplorer:
         }
 
 
+def _palette():
+    from PIL import Image
+
+    viridis = plt.get_cmap(CMAP)(np.linspace(0.0, 1.0, 160))[:, :3]
+    greys = np.repeat(np.linspace(0.0, 1.0, 96)[:, None], 3, axis=1)
+    palette = Image.new("P", (1, 1))
+    palette.putpalette((np.concatenate([viridis, greys]) * 255).round().astype(np.uint8).ravel().tolist())
+    return palette
+
+
 def read_payload(page: str) -> list[dict]:
-    """The views' data in an HTML output or page, decoded: one dict per view, in page order, with
-    ``weights`` as a float array ``(layers, h, n, m)`` and ``mask`` as a boolean ``(n, m)`` array or None."""
-    views = []
-    for match in _DATA.finditer(page):
-        data = json.loads(match.group(1))
-        n, m = len(data["queries"]), len(data["keys"])
-        raw = np.frombuffer(base64.b64decode(data["weights"]), dtype=np.uint8)
-        data["weights"] = raw.reshape(data["layers"], data["heads"], n, m) / data["scale"]
-        if data["mask"] is not None:
-            data["mask"] = np.array([c == "1" for c in data["mask"]]).reshape(n, m)
-        views.append(data)
-    return views
+    """The views' data in an HTML output or page, decoded (see :func:`decode_payload`), one dict per view, in
+    page order."""
+    return [decode_payload(match.group(1)) for match in _DATA.finditer(page)]
+
+
+def decode_payload(text: str) -> dict:
+    """One view's JSON data with ``weights`` as a float array ``(layers, h, n, m)`` (two decimals) and ``mask``
+    as a boolean ``(n, m)`` array or None."""
+    data = json.loads(text)
+    n, m = len(data["queries"]), len(data["keys"])
+    raw = np.frombuffer(base64.b64decode(data["weights"]), dtype=np.uint8)
+    data["weights"] = raw.reshape(data["layers"], data["heads"], n, m) / data["scale"]
+    if data["mask"] is not None:
+        data["mask"] = np.array([c == "1" for c in data["mask"]]).reshape(n, m)
+    return data
 
 
 STATIC_NOTE = (
-    "A static picture: run this cell, or trust the notebook (File &gt; Trust Notebook), for the interactive view."
+    "A static picture of an interactive view: run this cell, or trust the notebook (Trust Notebook in the command "
+    "palette), to explore it."
 )
 
 # Colours: viridis as in helpers.plotting (0 dark purple, 1 yellow), masked cells grey with a dark cross,
@@ -415,6 +431,8 @@ SCRIPT = r"""
           : event.key === "End" ? items.length - 1 : -1;
         if (to < 0) return;
         event.preventDefault();
+        keyboard = true;
+        hover = null;
         choose(items[to].value);
         buttons[to].focus();
       });
@@ -447,7 +465,7 @@ SCRIPT = r"""
   ui.appendChild(readout);
   var help = document.createElement("div");
   help.className = "attn-x-help";
-  help.textContent = "Click or hover a token (Tab to it, then arrow keys) to see its weights; Esc leaves the view.";
+  var HELP = "Click or hover a token (Tab to it, then arrow keys) to see its weights; Esc leaves the view.";
   ui.appendChild(help);
 
   // Geometry, in CSS pixels at natural size (the drawing scales down, never below the page's width).
@@ -511,6 +529,13 @@ SCRIPT = r"""
         });
       }
     }
+    // in "all heads", white lines between the cells group each cell's stripes
+    if (shownHeads.length > 1) {
+      for (k = 1; k < M; k++) {
+        out.push('<line x1="' + (gridX + k * cellW) + '" y1="' + top + '" x2="' + (gridX + k * cellW) + '" y2="' +
+                 (top + N * ROW) + '" stroke="#fff" stroke-width="3" pointer-events="none"></line>');
+      }
+    }
     // the chosen row (a query) or column (a key), outlined, with its numbers when one head is shown
     var box = pick.side === "q" ? [gridX, top + pick.index * ROW, M * cellW, ROW]
       : [gridX + pick.index * cellW, top, cellW, N * ROW];
@@ -556,6 +581,8 @@ SCRIPT = r"""
     root.setAttribute("data-layer", String(l));
     root.setAttribute("data-head", state.head < 0 ? "all" : String(state.head));
     root.setAttribute("data-token", pick.side + pick.index);
+    help.textContent = (state.head < 0 ? "Each heatmap cell has one stripe per head, head 0 at the left; " +
+      "the lines take the heads' colours. " : "") + HELP;
     describe(null);
     if (focused) {
       var again = view.querySelector('[data-side="' + state.side + '"][data-index="' + state.index + '"]');
@@ -591,16 +618,29 @@ SCRIPT = r"""
   }
 
   function tokenOf(element) { return element && element.closest ? element.closest("[data-side]") : null; }
-  view.addEventListener("mouseover", function (event) {
-    var tok = tokenOf(event.target);
+  // At first and after a key press, the pointer previews nothing until it really moves over the view (a view
+  // redrawn, or a slide shown, under a resting pointer would otherwise preview whatever token is under it).
+  var keyboard = true, lastX = null, lastY = null;
+  view.addEventListener("mousemove", function (event) {
+    var moved = event.clientX !== lastX || event.clientY !== lastY;
+    lastX = event.clientX;
+    lastY = event.clientY;
+    if (moved && keyboard) {
+      keyboard = false;
+      point(event.target);
+    }
+  });
+  view.addEventListener("mouseover", function (event) { if (!keyboard) point(event.target); });
+  function point(target) {
+    var tok = tokenOf(target);
     if (tok) {
       var next = {side: tok.getAttribute("data-side"), index: +tok.getAttribute("data-index")};
       if (!hover || hover.side !== next.side || hover.index !== next.index) { hover = next; render(); }
       return;
     }
     if (hover) { hover = null; render(); }
-    describe(event.target.getAttribute && event.target.getAttribute("data-weight") !== null ? event.target : null);
-  });
+    describe(target.getAttribute && target.getAttribute("data-weight") !== null ? target : null);
+  }
   view.addEventListener("mouseleave", function () { if (hover) { hover = null; render(); } });
   view.addEventListener("click", function (event) {
     var tok = tokenOf(event.target), cell = event.target.closest && event.target.closest(".attn-x-cell");
@@ -627,6 +667,7 @@ SCRIPT = r"""
       i = Math.min(i, (side === "q" ? N : M) - 1);
     } else return;
     event.preventDefault();
+    keyboard = true;
     choose(side, i);
     var again = view.querySelector('[data-side="' + side + '"][data-index="' + i + '"]');
     if (again) again.focus();

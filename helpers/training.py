@@ -23,6 +23,7 @@ __all__ = [
     "PAD",
     "VOCAB",
     "make_translation_batch",
+    "number_alignment",
     "number_to_words",
     "rate",
     "sample_numbers",
@@ -85,6 +86,42 @@ def number_to_words(n: int) -> list[str]:
     if n >= 1000:
         words += [*_below_thousand(n // 1000), "thousand"]
     return words + _below_thousand(n % 1000)
+
+
+def _chunk_alignment(v: int, end: int) -> list[set[int] | None]:
+    """Source positions spelled by each word of ``_below_thousand(v)``, its last digit at position ``end``."""
+    spelled: list[set[int] | None] = []
+    if v >= 100:
+        spelled += [{end - 2}, None]  # "four" <- the hundreds digit; "hundred" spells no single digit
+        v %= 100
+    if v >= 20:
+        spelled.append({end - 1})  # "forty" <- the tens digit
+        if v % 10:
+            spelled.append({end})  # "five" <- the units digit
+    elif v >= 10:
+        spelled.append({end - 1, end})  # "seventeen" <- both digits
+    elif v:
+        spelled.append({end})
+    return spelled
+
+
+def number_alignment(n: int) -> list[set[int] | None]:
+    """For each word of ``number_to_words(n)``, the source positions (digits of ``str(n)``) it spells.
+
+    ``407 -> [{0}, None, {2}]`` (four <- "4", hundred <- no single digit, seven <- "7");
+    ``12015 -> [{0, 1}, None, {3, 4}]`` (a teen spells two digits); a zero digit spells no word.
+    The reference for asserting that cross-attention aligns words with digits.
+    """
+    words = number_to_words(n)  # checks n
+    if n == 0:
+        return [{0}]
+    last = len(str(n)) - 1
+    spelled: list[set[int] | None] = []
+    if n >= 1000:
+        spelled += [*_chunk_alignment(n // 1000, last - 3), None]  # "thousand": no single digit
+    spelled += _chunk_alignment(n % 1000, last)
+    assert len(spelled) == len(words)
+    return spelled
 
 
 def to_ids(tokens: list[str]) -> list[int]:

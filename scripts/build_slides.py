@@ -44,7 +44,9 @@ Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 ca
   that introduced it, so nearly every slide has notes.
 - A figure (a PNG output) is alone on a sub-slide and fills it (slides.css: object-fit), whatever the
   cell's slide type; the code that drew it stays on the slide before, with the text (or is hidden by
-  ``slide-hide-input``). What follows a figure starts a new sub-slide.
+  ``slide-hide-input``). What follows a figure starts a new sub-slide. An interactive attention view
+  (helpers/explorer.py) carries its static figure as a PNG too, so it is placed the same way; its script
+  then replaces the figure with the view, which fills the sub-slide (slides.css).
 - Code is 20px on the canvas (29 px on screen, about 14 pt), prose 26px (37 px, about 19 pt), the
   sizes slide guides give for the back of a room; a line too long for the slide wraps with a hanging
   indent (never a horizontal scroll bar) and nothing scrolls. Code longer than MAX_LINES screen lines is

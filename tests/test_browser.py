@@ -8,6 +8,13 @@ every code cell ran, no output shows a traceback, every figure (the attention he
 diagram is on the page. It does this for notebook 01 and for the notebook with the most plots, and
 leaves a screenshot of each next to a short report in build/browser/.
 
+Where that notebook shows interactive attention views (helpers/explorer.py), each must have started, and
+``exercise_explorer`` clicks a layer, a head, a query, "all heads" and a key and uses the keys in each, reading
+back from the page that the lines and the heatmap show the weights the view holds (tests/test_site.py and
+tests/test_slides.py use it for the site and a deck). A second test opens the smallest stored notebook with a view
+as it is, untrusted: JupyterLab strips the scripts and each view must show its static figure. The browser may
+reach only the local server.
+
 Chromium comes from the system (Debian: ``apt-get install chromium chromium-driver``), driven by
 Playwright; no browser is downloaded. Without Chromium the test skips, except under CI, where it fails.
 Deselect it with ``pytest -m "not browser"``.
@@ -30,6 +37,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from helpers.explorer import decode_payload
 
 pytestmark = pytest.mark.browser
 
@@ -69,6 +78,22 @@ def _png_count(path: Path) -> int:
         if cell["cell_type"] == "code"
         for output in cell.get("outputs", [])
     )
+
+
+def _explorer_count(path: Path) -> int:
+    """Outputs of helpers.explorer's attention view (text/html with its marker) in a stored notebook."""
+    nb = json.loads(path.read_text())
+    return sum(
+        "data-attention-explorer" in "".join(output.get("data", {}).get("text/html", ""))
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+    )
+
+
+def _explorer_notebooks() -> list[Path]:
+    """The notebooks that show an attention view, smallest file first."""
+    return sorted((p for p in NOTEBOOKS if _explorer_count(p)), key=lambda p: p.stat().st_size)
 
 
 def _notebooks_to_open() -> list[Path]:
@@ -148,6 +173,10 @@ def lab(tmp_path_factory):
         d.mkdir(parents=True)
     for path in _notebooks_to_open():
         _reader_copy(path, root / "notebooks" / path.name)
+    stored = _explorer_notebooks()[:1]  # the smallest notebook with an attention view, outputs and all
+    for path in stored:
+        (root / "stored").mkdir(exist_ok=True)
+        shutil.copyfile(path, root / "stored" / path.name)
     if (ROOT / "img").is_dir():  # diagrams referenced as ../img/x.svg from the notebooks
         shutil.copytree(ROOT / "img", root / "img")
     # The kernel is this environment's Python, whatever other python3 kernels the machine has.
@@ -203,7 +232,7 @@ def lab(tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail(f"JupyterLab did not answer within {SERVER_START_S} s:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
-        yield {"base": base, "token": token, "log": log_path}
+        yield {"base": base, "token": token, "log": log_path, "stored": [p.name for p in stored], "refused": []}
     finally:
         _stop(proc, base, token)
 
@@ -247,6 +276,15 @@ def browser_context(lab, tmp_path_factory):
             env=browser_env(home),
             viewport={"width": 1400, "height": 1000},
         )
+
+        def only_lab(route):  # nothing may leave the local server (the attention views load nothing either)
+            if route.request.url.startswith((lab["base"] + "/", "data:", "blob:")):
+                route.continue_()
+            else:
+                lab["refused"].append(route.request.url)
+                route.abort()
+
+        context.route("**/*", only_lab)
         try:
             yield context
         finally:
@@ -319,9 +357,118 @@ def _run_all_from_menu(page) -> None:
     raise AssertionError("Run > Run All Cells never started the first cell")
 
 
+# --- The interactive attention view (helpers/explorer.py), driven like a reader: used here (JupyterLab), in
+# tests/test_site.py (the HTML site) and tests/test_slides.py (a deck). What is drawn is read back from the DOM:
+# every line and heatmap cell carries data-query, data-key, data-head and data-weight (two decimals).
+EXPLORER = ".attn-x"
+DRAWN_JS = """(view) => {
+    const read = el => ({query: +el.dataset.query, key: +el.dataset.key, head: el.dataset.head === undefined ? null
+        : +el.dataset.head, weight: el.dataset.weight});
+    return {layer: view.dataset.layer, head: view.dataset.head, token: view.dataset.token,
+            lines: Array.from(view.querySelectorAll('.attn-x-link')).map(read),
+            cells: Array.from(view.querySelectorAll('.attn-x-cell')).map(read),
+            readout: view.querySelector('.attn-x-readout').textContent,
+            focus: document.activeElement && view.contains(document.activeElement)
+                ? (document.activeElement.dataset.side || '') + (document.activeElement.dataset.index
+                   || document.activeElement.dataset.value || '') : null,
+            ring: (() => { const r = view.querySelector('.attn-x-tok:focus .attn-x-ring');
+                           return r ? getComputedStyle(r).stroke : null; })()};
+}"""
+
+
+# JupyterLab's active cell (its index), or null outside JupyterLab.
+ACTIVE_CELL_JS = """() => { const cell = document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active');
+    const notebook = cell && cell.closest('.jp-Notebook');
+    return cell ? [Array.from(cell.parentElement.children).indexOf(cell),
+                   notebook.classList.contains('jp-mod-editMode') ? 'edit' : 'command'] : null; }"""
+
+
+def _expected_lines(data: dict, layer: int, heads: list[int], side: str, index: int) -> dict:
+    """{(query, key, head): "0.xx"} for the lines a view must draw: every allowed pair of the chosen token."""
+    weights, mask = data["weights"], data["mask"]
+    n, m = weights.shape[2:]
+    pairs = [(index, k) for k in range(m)] if side == "q" else [(q, index) for q in range(n)]
+    return {(q, k, h): f"{weights[layer, h, q, k]:.2f}" for h in heads for q, k in pairs if mask is None or mask[q, k]}
+
+
+def _brief(drawn: dict) -> dict:
+    return {key: value for key, value in drawn.items() if key not in ("lines", "cells")}
+
+
+def _drawn_lines(drawn: dict) -> dict:
+    return {(d["query"], d["key"], d["head"]): d["weight"] for d in drawn["lines"]}
+
+
+def exercise_explorer(view, data: dict, page) -> str:
+    """Click a layer, a head, a query, "all heads" and a key, and use the keyboard, in one live view (a
+    playwright locator); after each step the lines and the heatmap must show the right weights of ``data``
+    (decoded by helpers.explorer.decode_payload). Returns a one-line summary."""
+    layers, heads, n, m = data["weights"].shape
+    layer, head, query, key = layers - 1, heads - 1, n - 1, 0
+    page.mouse.move(0, 0)
+    drawn = view.evaluate(DRAWN_JS)
+    assert (drawn["layer"], drawn["head"], drawn["token"]) == ("0", "0", "q0"), _brief(drawn)
+    assert _drawn_lines(drawn) == _expected_lines(data, 0, [0], "q", 0), "the first view drawn is not layer 0, head 0"
+
+    view.locator(f'[aria-label="Layer"] [data-value="{layer}"]').click()
+    view.locator(f'[aria-label^="Head"] [data-value="{head}"]').click()
+    view.locator(f'[data-side="q"][data-index="{query}"]').click()
+    drawn = view.evaluate(DRAWN_JS)
+    assert (drawn["layer"], drawn["head"], drawn["token"]) == (str(layer), str(head), f"q{query}"), _brief(drawn)
+    assert _drawn_lines(drawn) == _expected_lines(data, layer, [head], "q", query)
+    cells = {(c["query"], c["key"]): c["weight"] for c in drawn["cells"]}
+    for q in range(n):  # the heatmap is this head's whole (n, m) matrix, masked cells marked
+        for k in range(m):
+            masked = data["mask"] is not None and not data["mask"][q, k]
+            assert cells[q, k] == ("masked" if masked else f"{data['weights'][layer, head, q, k]:.2f}"), (q, k)
+    row = data["weights"][layer, head, query]
+    allowed = [k for k in range(m) if data["mask"] is None or data["mask"][query, k]]
+    best = max(allowed, key=lambda k: row[k]) if allowed else None
+    if best is not None:
+        assert f"largest weight {row[best]:.2f}" in drawn["readout"], drawn["readout"]
+
+    cell = view.locator(f'.attn-x-cell[data-query="{query}"][data-key="{allowed[-1] if allowed else 0}"]').first
+    cell.hover()  # numbers on hover, in the readout
+    hovered = view.evaluate(DRAWN_JS)["readout"]
+    if allowed:
+        assert f"weight {row[allowed[-1]]:.2f}" in hovered, hovered
+
+    view.locator('[aria-label^="Head"] [data-value="-1"]').click()  # all heads overlaid
+    view.locator(f'[data-side="k"][data-index="{key}"]').click()  # a key: lines from every query
+    drawn = view.evaluate(DRAWN_JS)
+    assert (drawn["head"], drawn["token"]) == ("all", f"k{key}"), _brief(drawn)
+    assert _drawn_lines(drawn) == _expected_lines(data, layer, list(range(heads)), "k", key)
+    stripes = [c for c in drawn["cells"] if c["weight"] != "masked"]
+    assert all(f"{data['weights'][layer, c['head'], c['query'], c['key']]:.2f}" == c["weight"] for c in stripes)
+
+    # The keyboard: Tab reaches the controls, the arrow keys change the layer and move along the tokens (and
+    # stay in the view: in JupyterLab they must not move the active cell).
+    active = page.evaluate(ACTIVE_CELL_JS)
+    view.locator('[aria-label="Layer"] [aria-checked="true"]').focus()
+    page.keyboard.press("Home")
+    view.locator('[aria-label^="Head"] [data-value="-1"]').focus()
+    page.keyboard.press("Enter")  # a button pressed with Enter, then with Space (JupyterLab: edit mode; reveal: next)
+    view.locator('[aria-label^="Head"] [data-value="0"]').focus()
+    page.keyboard.press(" ")
+    assert view.evaluate(DRAWN_JS)["head"] == "0"
+    view.locator(f'[data-side="k"][data-index="{key}"]').focus()
+    page.keyboard.press("ArrowLeft")  # to the queries
+    page.keyboard.press("ArrowDown")
+    drawn = view.evaluate(DRAWN_JS)
+    moved = f"q{1 if n > 1 else 0}"  # key 0 -> query 0 -> query 1
+    assert (drawn["layer"], drawn["token"], drawn["focus"]) == ("0", moved, moved), _brief(drawn)
+    assert drawn["ring"] not in (None, "none", "transparent", "rgba(0, 0, 0, 0)"), f"no visible focus: {_brief(drawn)}"
+    token = int(drawn["token"][1:])
+    assert _drawn_lines(drawn) == _expected_lines(data, 0, [0], "q", token)
+    page.keyboard.press("Escape")
+    assert page.evaluate(ACTIVE_CELL_JS) == active, "keys pressed in the view moved JupyterLab's active cell"
+    return f"layer {layer}, head {head}, query {query}, all heads, key {key}, keys: the weights stored"
+
+
 @pytest.mark.parametrize("notebook", _notebooks_to_open(), ids=lambda p: p.name)
 def test_reader_runs_all_cells_in_jupyterlab(notebook: Path, lab, browser_context, report):
-    expected_figures = _png_count(notebook)
+    views_expected = _explorer_count(notebook)  # each live view replaces its PNG fallback
+    expected_figures = _png_count(notebook) - views_expected
     code_cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code" and c.source.strip()]
     expected_cells = len(code_cells)
     # A cell tagged raises-exception shows its traceback on purpose (and Run All goes on past it).
@@ -366,6 +513,20 @@ def test_reader_runs_all_cells_in_jupyterlab(notebook: Path, lab, browser_contex
                 _wait_until(lambda s=selector: decoded(s), 15, "", page)
             except AssertionError:
                 pass  # the assertions below say which image
+        views = page.locator(f".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output {EXPLORER}")
+        explored = []
+        if views_expected:  # run in this session, the outputs are trusted: every view's script ran
+            assert views.count() == views_expected, f"{views.count()} attention views, {views_expected} stored"
+            live = page.locator(f".jp-NotebookPanel:not(.lm-mod-hidden) {EXPLORER}[data-live]")
+            assert live.count() == views_expected, f"{live.count()} of {views_expected} attention views started"
+            for i in range(views_expected):  # each is independent: the others' clicks left it as it started
+                view = live.nth(i)
+                view.scroll_into_view_if_needed()
+                data = decode_payload(view.locator("script.attn-x-data").text_content())
+                clicked = time.monotonic()
+                explored.append(f"{exercise_explorer(view, data, page)} ({time.monotonic() - clicked:.1f} s)")
+            live.first.scroll_into_view_if_needed()
+            page.screenshot(path=str(REPORT_DIR / f"{notebook.stem}-explorer.png"))
         figures = page.evaluate(IMAGES_JS, ".jp-OutputArea-output img")
         assert len(figures) == expected_figures >= 1, (
             f"{len(figures)} figures on the page, stored notebook has {expected_figures}"
@@ -386,8 +547,10 @@ def test_reader_runs_all_cells_in_jupyterlab(notebook: Path, lab, browser_contex
             f"- {len(figures)} figures (PNG) and {len(diagrams)} diagrams shown\n"
             f"- notebook open with an idle kernel after {opened:.1f} s; all cells run and idle again after {elapsed:.1f} s\n"
             f"- screenshot: {screenshot.name} (scrolled to the first figure)\n"
+            + "".join(f"- attention view {i}: {line}\n" for i, line in enumerate(explored))
             + (f"- JavaScript errors on the page: {page_errors}\n" if page_errors else "")
         )
+        assert not lab["refused"], f"requests left the local server: {lab['refused']}"
     finally:
         try:  # whatever happened, show it
             page.screenshot(path=str(screenshot))
@@ -399,3 +562,55 @@ def test_reader_runs_all_cells_in_jupyterlab(notebook: Path, lab, browser_contex
                 f"- JavaScript errors on the page: {page_errors}\n"
             )
         page.close()
+
+
+UNTRUSTED_JS = """(selector) => Array.from(document.querySelectorAll(selector)).map(v => {
+    const img = v.querySelector('img');
+    const box = img ? img.getBoundingClientRect() : null;
+    return {live: v.hasAttribute('data-live'), controls: v.querySelectorAll('button, svg').length,
+            scripts: v.querySelectorAll('script').length, img: !!img,
+            decoded: !!img && img.complete && img.naturalWidth > 0, src: img ? img.getAttribute('src').slice(0, 22) : '',
+            shown: box ? [Math.round(box.width), Math.round(box.height)] : null, text: v.innerText.trim().slice(0, 200),
+            warning: !!v.closest('.jp-OutputArea-output').innerText.match(/contains inline scripts/)};
+})"""
+
+
+def test_stored_attention_view_shows_its_figure_when_untrusted(lab, browser_context, report):
+    """A notebook opened as stored, never run or trusted here: JupyterLab strips the views' scripts, and each view
+    must then show its static figure (the PNG inside its HTML) and say how to get the interactive view."""
+    if not lab["stored"]:
+        pytest.skip("no notebook shows an attention view (helpers.explorer)")
+    name = lab["stored"][0]
+    expected = _explorer_count(ROOT / "notebooks" / name)
+    page = browser_context.new_page()
+    shot = REPORT_DIR / f"untrusted-{Path(name).stem}.png"
+    try:
+        workspace = f"browser-test-{uuid.uuid4().hex[:12]}"
+        page.goto(
+            f"{lab['base']}/lab/workspaces/{workspace}/tree/stored/{name}?reset&token={lab['token']}",
+            timeout=NOTEBOOK_OPEN_S * 1000,
+        )
+        selector = f".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output {EXPLORER}"
+        _wait_until(
+            lambda: sum(v["decoded"] for v in page.evaluate(UNTRUSTED_JS, selector)) == expected,
+            NOTEBOOK_OPEN_S,
+            f"{expected} attention views with their figure",
+            page,
+        )
+        views = page.evaluate(UNTRUSTED_JS, selector)
+        for v in views:
+            assert not v["live"] and not v["controls"] and not v["scripts"], f"a script ran or survived: {v}"
+            assert v["src"] == "data:image/png;base64," and v["shown"][0] > 300 and v["shown"][1] > 200, v
+            assert "trust the notebook" in v["text"] and not v["warning"], v
+            assert "{" not in v["text"], f"the view's style or data shows as text: {v}"
+        page.locator(selector).first.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        page.screenshot(path=str(shot))
+        report.append(
+            f"## {name}, stored and untrusted: passed\n\n- {len(views)} attention views shown as their static figure "
+            f"({views[0]['shown'][0]}x{views[0]['shown'][1]} px), no script run, the note to trust or run shown\n"
+            f"- screenshot: {shot.name}\n"
+        )
+    finally:
+        page.close()
+    assert not lab["refused"], f"requests left the local server: {lab['refused']}"

@@ -129,11 +129,30 @@ def test_beam_beats_greedy_when_the_first_choice_leads_astray():
 
 def test_every_token_is_a_candidate_and_max_len_stops():
     """No token is excluded (not even <pad> or <bos>); without <eos>, the output stops after max_len tokens."""
-    table = [[0.1, 0.6, 0.1, 0.1, 0.1]] * 2 + [[0.2] * 5] + [[0.6, 0.1, 0.1, 0.1, 0.1]] * 2
-    model = TableModel(table)  # after <pad> or <bos>: <bos> (p 0.6); after A or B: <pad>
+    table = [[0.1, 0.6, 0.1, 0.1, 0.1], [0.6, 0.1, 0.1, 0.1, 0.1]] + [[0.2] * 5] * 3
+    model = TableModel(table)  # after <pad>: <bos> (p 0.6); after <bos>: <pad> (p 0.6)
     src = torch.tensor([[3]])
-    assert greedy_decode(model, src, BOS, EOS, 4) == [[BOS] * 4]
-    assert beam_search(model, src, BOS, EOS, 4, beam_size=3, length_penalty=0.0) == [[BOS] * 4]
+    assert greedy_decode(model, src, BOS, EOS, 4) == [[0, BOS, 0, BOS]]
+    assert beam_search(model, src, BOS, EOS, 4, beam_size=3, length_penalty=0.0) == [[0, BOS, 0, BOS]]
+
+
+@pytest.mark.parametrize(("alpha", "best"), [(0.0, [EOS]), (0.6, [EOS]), (1.0, [3, EOS]), (2.0, [3, EOS])])
+def test_length_penalty_decides_between_a_short_and_a_long_output(alpha, best):
+    """[<eos>] has log p = -1; [A, <eos>] has log p = -1.155, between (7/6) * -1 and (8/7) * -1.
+
+    Ranked by sum(log p) / lp(Y) with lp(1) = 1 and lp(2) = (7/6) ** alpha, the long output wins from alpha = 1
+    on (-1.155 / (7/6) = -0.990 > -1), and it would lose with |Y| miscounted by one (-1.155 / (8/7) = -1.011).
+    """
+    p_eos = math.exp(-1.0)
+    p_a = 1 - p_eos - 1e-3
+    after_a = math.exp(-1.155) / p_a  # p(<eos> | A)
+    rest = (1 - after_a) / 4
+    table = [[0.2] * 5, [1e-3 / 2, 1e-3 / 2, p_eos, p_a, 0.0], [0.2] * 5, [rest, rest, after_a, rest, rest], [0.2] * 5]
+    model = TableModel(table)
+    src = torch.tensor([[4]])
+    assert beam_search(model, src, BOS, EOS, 2, beam_size=25, length_penalty=alpha) == [best]
+    assert beam_search(model, src, BOS, EOS, 2, beam_size=2, length_penalty=alpha) == [best]
+    assert greedy_decode(model, src, BOS, EOS, 2) == [[3, EOS]]  # greedy takes A (p 0.63), then <eos>
 
 
 def test_eos_is_included_and_ends_each_sentence_separately():
@@ -183,7 +202,13 @@ def test_decoding_runs_in_eval_mode_and_restores_the_mode():
 
 
 def test_trace_shows_the_beam():
-    table = [[0.2] * 5, [0.0, 0.0, 0.0, 0.6, 0.4], [0.2] * 5, [0.0, 0.0, 0.34, 0.33, 0.33], [0.0, 0.0, 0.99, 0.005, 0.005]]
+    table = [
+        [0.2] * 5,
+        [0.0, 0.0, 0.0, 0.6, 0.4],
+        [0.2] * 5,
+        [0.0, 0.0, 0.34, 0.33, 0.33],
+        [0.0, 0.0, 0.99, 0.005, 0.005],
+    ]
     trace = []
     out = beam_search(TableModel(table), torch.tensor([[3]]), BOS, EOS, 3, beam_size=2, trace=trace)
     assert out == [[4, EOS]]
@@ -193,6 +218,18 @@ def test_trace_shows_the_beam():
     _, step, live, finished = trace[1]  # [4, eos] (-0.93) then [3, eos] (-1.59): both finished, beam full
     assert step == 2 and live == [] and [ids for ids, _, _ in finished] == [[4, EOS], [3, EOS]]
     assert len(trace) == 2
+
+
+def test_a_finished_hypothesis_takes_a_place_in_the_beam():
+    """The beam keeps beam_size - (finished so far) live hypotheses: finished ones count against the beam."""
+    # after <bos>: A 0.6, B 0.4; after A: <eos> 0.9; after B: A 0.5, B 0.5
+    table = [[0.2] * 5, [0.0, 0.0, 0.0, 0.6, 0.4], [0.2] * 5, [0.0, 0.0, 0.9, 0.05, 0.05], [0.0, 0.0, 0.0, 0.5, 0.5]]
+    trace = []
+    beam_search(TableModel(table), torch.tensor([[3]]), BOS, EOS, 4, beam_size=2, trace=trace)
+    steps = [(len(live), len(finished)) for _, _, live, finished in trace]
+    assert steps[:2] == [(2, 0), (1, 1)]  # step 2: [A, eos] finished, [B, A] kept (ties: the smaller id)
+    assert all(n_live + n_finished <= 2 for n_live, n_finished in steps)
+    assert [ids for ids, _ in trace[1][2]] == [[4, 3]]
 
 
 def test_bad_input_raises():

@@ -6,7 +6,9 @@ local copy), show every stored figure and resolve every relative link. The last 
 pages in headless Chromium with all network requests refused and checks that MathJax typeset every
 equation and every image decoded; it saves screenshots of the index and of notebook 01's page (marked ``browser``: it needs the system's Chromium, see
 tests/test_browser.py). Another browser test measures the prose at 1920x1080, a projector's screen:
-about 80-100 characters a line in markdown cells, while code may be wider.
+about 80-100 characters a line in markdown cells, while code may be wider. The last test drives every
+interactive attention view (helpers/explorer.py) on the pages of the notebooks that show one, clicking layers,
+heads and tokens, and checks that the page draws the weights stored in the notebook.
 """
 
 from __future__ import annotations
@@ -247,3 +249,66 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
         )
     assert found["code"] > 1.5 * found["prose"], f"code cells should be free to be wider than prose: {found}"
     assert not network, f"the page asked for the network: {network}"
+
+
+@pytest.mark.browser
+def test_attention_views_in_the_site(request, tmp_path: Path):
+    """The pages of the notebooks that show helpers.explorer's attention view: every view starts (its script
+    replaces its static figure), and clicking a layer, a head and tokens, or using the keys, draws the weights
+    stored in the notebook, with the network refused."""
+    from test_browser import (
+        CHROMIUM,
+        CHROMIUM_FLAGS,
+        EXPLORER,
+        _explorer_notebooks,
+        browser_env,
+        exercise_explorer,
+        offline_context,
+        require_browser,
+    )
+
+    from helpers.explorer import read_payload
+
+    require_browser()
+    notebooks = _explorer_notebooks()
+    if not notebooks:
+        pytest.skip("no notebook shows an attention view (helpers.explorer)")
+    site: Path = request.getfixturevalue("site")
+    from playwright.sync_api import sync_playwright
+
+    network, errors, summary = [], [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+        )
+        try:
+            context = offline_context(browser, {"width": 1400, "height": 1000}, network)
+            for notebook in notebooks:
+                stored = json.loads(notebook.read_text())
+                outputs = "".join(
+                    "".join(o.get("data", {}).get("text/html", ""))
+                    for c in stored["cells"]
+                    if c["cell_type"] == "code"
+                    for o in c.get("outputs", [])
+                )
+                expected = read_payload(outputs)
+                page = context.new_page()
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                page.goto(_page(site, notebook).as_uri(), wait_until="load", timeout=60_000)
+                views = page.locator(EXPLORER + "[data-live]")
+                assert views.count() == len(expected) >= 1, (
+                    f"{notebook.name}: {views.count()} of {len(expected)} started"
+                )
+                assert not page.locator(".attn-x-fallback").count(), "a live view still shows its static figure"
+                for i, data in enumerate(expected):
+                    views.nth(i).scroll_into_view_if_needed()
+                    summary.append(f"{notebook.name}, view {i}: " + exercise_explorer(views.nth(i), data, page))
+                views.first.scroll_into_view_if_needed()
+                REPORT_DIR.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(REPORT_DIR / f"site-{notebook.stem}-explorer.png"))
+                page.close()
+        finally:
+            browser.close()
+    print("\n".join(summary))
+    assert not network, f"the pages asked for the network: {network}"
+    assert not errors, f"JavaScript errors: {errors}"

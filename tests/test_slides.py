@@ -12,7 +12,9 @@ shows them, and fails on a slide whose content overflows the slide, a code or ou
 lines (a scroll box) or is too wide (a horizontal scroll bar), content under the navigation arrows or the
 slide number, a figure smaller than MIN_FIGURE_SHARE of the slide's height, or code and text smaller on
 screen than MIN_CODE_PX and MIN_TEXT_PX; it saves a screenshot of a slide with a figure and one with code
-per deck in build/browser/ and prints the measured sizes.
+per deck in build/browser/ and prints the measured sizes. The last test builds a deck of a small notebook made
+on the spot with two interactive attention views (helpers/explorer.py) and checks, at 1920x1080, that each fills
+its slide without overflow and draws the right weights when clicked, without moving the slides.
 """
 
 from __future__ import annotations
@@ -379,3 +381,106 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
     assert not network, f"the decks asked for the network: {network}"
     assert not errors, f"JavaScript errors: {errors}"
     assert not failures, f"{len(failures)} problems at 1920x1080:\n" + "\n".join(failures)
+
+
+# --- The interactive attention view (helpers/explorer.py) in a deck. The presented notebooks have none, so a
+# small notebook made here holds two views (a padded self-attention stack and a cross-attention layer) and is
+# built into a deck with scripts/build_slides.py's own build(); each view must start, fill its slide without
+# overflow (the checks of the test above) and show the right weights when clicked and driven by keys.
+def _explorer_notebook(root: Path) -> Path:
+    import torch
+
+    from helpers.explorer import explore_attention
+    from helpers.masks import padding_mask
+
+    g = torch.Generator().manual_seed(0)
+    mask = padding_mask([5, 3])  # (B, 1, m): sequence 1 has 3 real tokens
+    layers = [torch.softmax(3 * torch.randn(2, 2, 5, 5, generator=g), -1).masked_fill(~mask[:, None], 0)]
+    layers.append(torch.softmax(3 * torch.randn(2, 2, 5, 5, generator=g), -1).masked_fill(~mask[:, None], 0))
+    layers = [w / w.sum(-1, keepdim=True) for w in layers]
+    padded = explore_attention(layers, ["birds", "sing", "loudly", "<pad>", "<pad>"], mask=mask, sequence=1)
+    cross = explore_attention(
+        torch.softmax(torch.randn(2, 3, 4, generator=g), -1), ["le", "chat", "dort", "."], ["the", "cat", "sleeps"]
+    )
+
+    def cell(kind, source, view=None):
+        meta = {"slideshow": {"slide_type": kind}}
+        if view is None:
+            return nbformat.v4.new_markdown_cell(source, metadata=meta)
+        out = nbformat.v4.new_output("display_data", data=view._repr_mimebundle_())
+        return nbformat.v4.new_code_cell(source, metadata={**meta, "tags": ["slide-hide-input"]}, outputs=[out])
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            cell("slide", "# Attention, explored\n\nTwo interactive views."),
+            cell("slide", "## A padded encoder\n\nPick a layer, a head, a token."),
+            cell("-", "explore_attention(layers, tokens, mask=mask, sequence=1)", padded),
+            cell("slide", "## Cross-attention"),
+            cell("-", "explore_attention(cross, keys, queries)", cross),
+        ]
+    )
+    (root / "notebooks").mkdir(parents=True)
+    (root / "README.md").write_text("# Explorer test\n")
+    path = root / "notebooks" / "explorer.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.browser
+def test_attention_explorer_in_a_deck(tmp_path: Path):
+    from test_browser import (
+        CHROMIUM,
+        CHROMIUM_FLAGS,
+        EXPLORER,
+        browser_env,
+        exercise_explorer,
+        offline_context,
+        require_browser,
+    )
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    import build_slides
+
+    from helpers.explorer import read_payload
+
+    start = time.monotonic()
+    notebook = _explorer_notebook(tmp_path / "repo")
+    [deck] = build_slides.build(tmp_path / "slides", root=tmp_path / "repo")
+    expected = read_payload(deck.read_text())
+    assert len(expected) == 2 and len(_attributes(deck.read_text(), "img", "src")) == 2  # each with its figure
+    network, errors, failures, summary = [], [], [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+        )
+        try:
+            page = offline_context(browser, SCREEN, network).new_page()
+            page.set_default_timeout(30_000)
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(deck.as_uri(), wait_until="load")
+            page.wait_for_function("window.Reveal && Reveal.isReady() && document.documentElement.dataset.slidesFitted")
+            page.evaluate("Reveal.configure({transition: 'none'})")
+            records = page.evaluate(STEP_THROUGH_JS, [MIN_FIGURE_SHARE])["records"]
+            failures += [f"slide {r['name']}: {p}" for r in records for p in r["problems"]]
+            views = page.locator(EXPLORER + "[data-live]")
+            assert views.count() == 2, f"{views.count()} of 2 views started"
+            for i, data in enumerate(expected):
+                slide = page.evaluate(
+                    "(i) => Reveal.getIndices(document.querySelectorAll('.attn-x')[i].closest('section'))", i
+                )
+                page.evaluate("([h, v]) => Reveal.slide(h, v)", [slide["h"], slide["v"] or 0])
+                box = views.nth(i).bounding_box()
+                assert box and box["height"] > 0.6 * SCREEN["height"], f"view {i} does not fill its slide: {box}"
+                before = page.evaluate("Reveal.getIndices()")
+                summary.append(exercise_explorer(views.nth(i), data, page))
+                assert page.evaluate("Reveal.getIndices()") == before, "keys used by the view moved the slides"
+                page.screenshot(path=str(REPORT_DIR / f"slide-explorer-{i}.png"))
+        finally:
+            browser.close()
+    print(f"{time.monotonic() - start:.1f} s, {notebook.name}:\n" + "\n".join(summary))
+    assert not network, f"the deck asked for the network: {network}"
+    assert not errors, f"JavaScript errors: {errors}"
+    assert not failures, "\n".join(failures)
