@@ -4,6 +4,7 @@ Modules:
     attention  scaled dot-product attention (Eq. 1) and multi-head attention (§3.2.2)
     masks      causal and padding masks (True = may attend)
     plotting   attention heatmaps that return matplotlib Figures
+    explorer   an interactive attention view (offline HTML + JS, PNG fallback) for JupyterLab, the site and the slides
     encoder    positional encoding (§3.5), feed-forward (§3.3), encoder block and stack (§3.1)
     decoder    decoder block and stack: masked self-attention, cross-attention, feed-forward (§3.1)
     transformer  the whole encoder-decoder model with shared embeddings (§3, §3.4), Table 3's sizes
