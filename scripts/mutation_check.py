@@ -114,8 +114,8 @@ MUTANTS = [
     M(
         "A11",
         "attention.py",
-        "q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)",
-        "q, v, k = F.linear(query, weight, bias).chunk(3, dim=-1)",
+        "q, k, v = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)",
+        "q, v, k = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)",
         "stacked projection split in the wrong order",
     ),
     M(
@@ -128,8 +128,8 @@ MUTANTS = [
     M(
         "A13",
         "attention.py",
-        "self.w_k = nn.Linear(d_model, d_model, bias=bias)",
-        "self.w_k = nn.Linear(d_model, d_model, bias=True)",
+        "self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)",
+        "self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=True)",
         "bias=False ignored for W^K",
     ),
     M(
@@ -149,8 +149,8 @@ MUTANTS = [
     M(
         "A16",
         "attention.py",
-        "concat = heads.transpose(1, 2).reshape(B, n, self.d_model)",
-        "concat = heads.reshape(B, n, self.d_model)",
+        "concat = heads.transpose(1, 2).reshape(B, n, h * d_v)",
+        "concat = heads.reshape(B, n, h * d_v)",
         "heads concatenated in the wrong order (no transpose back)",
     ),
     M(
@@ -196,7 +196,7 @@ MUTANTS = [
         "self.w_k(key), self.w_k(value)",
         "values projected with W^K",
     ),
-    M("A23", "attention.py", "v = v.view(B, m, h, d_k)", "v = k.view(B, m, h, d_k)", "keys used as values"),
+    M("A23", "attention.py", "v = v.view(B, m, h, d_v)", "v = k.view(B, m, h, d_v)", "keys used as values"),
     M(
         "A24",
         "attention.py",
@@ -317,8 +317,8 @@ MUTANTS = [
     M(
         "E11",
         "encoder.py",
-        "MultiHeadAttention(d_model, num_heads, dropout=dropout)",
-        "MultiHeadAttention(d_model, num_heads)",
+        "MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)",
+        "MultiHeadAttention(d_model, num_heads, d_k=d_k, d_v=d_v)",
         "attention dropout not passed to the block's attention",
     ),
     M(
@@ -383,8 +383,8 @@ MUTANTS = [
     M(
         "E22",
         "encoder.py",
-        "dropout=dropout, norm_first=norm_first) for _ in",
-        "dropout=dropout) for _ in",
+        "dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v)",
+        "dropout=dropout, d_k=d_k, d_v=d_v)",
         "norm_first not passed to the stack's blocks",
     ),
     M(
@@ -421,8 +421,8 @@ MUTANTS = [
     M(
         "R02",
         "reference.py",
-        "return ref.train(block.training)",
-        "return ref",
+        "ref.norm2.load_state_dict(block.norm2.state_dict())\n    return ref.train(block.training)",
+        "ref.norm2.load_state_dict(block.norm2.state_dict())\n    return ref",
         "encoder-layer copy always in training mode",
     ),
     M(
@@ -442,7 +442,13 @@ MUTANTS = [
     ),
     M("R06", "reference.py", "dropout=attn.dropout,", "dropout=0.0,", "dropout not copied to the encoder layer"),
     M("R07", "reference.py", "bias=mha.w_q.bias is not None", "bias=True", "reference always has biases"),
-    M("R08", "reference.py", "norm_first=block.norm_first,", "norm_first=False,", "norm_first not copied"),
+    M(
+        "R08",
+        "reference.py",
+        "norm_first=block.norm_first,\n    )\n    _copy_attention(attn",
+        "norm_first=False,\n    )\n    _copy_attention(attn",
+        "norm_first not copied",
+    ),
     M(
         "R09",
         "reference.py",
