@@ -56,10 +56,12 @@ __all__ = [
     "check_combine_heads",
     "check_decoder_block",
     "check_encoder_block",
+    "check_length_penalty",
     "check_masked_attention",
     "check_multi_head_attention",
     "check_padding_mask",
     "check_positional_encoding",
+    "check_rate",
     "check_reverse_targets",
     "check_shift_right",
     "check_split_heads",
@@ -1944,3 +1946,155 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
             "x = norm1(x + self_attention(x, self_mask)); x = norm2(x + cross_attention(x, memory, memory_mask)); "
             "return norm3(x + feed_forward(x)).",
         )
+
+
+# --- notebook 10: training and decoding ------------------------------------------------------
+
+
+def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
+    steps = steps.double()
+    if how == "max":
+        return d_model**-0.5 * torch.maximum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "no d_model":
+        return torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "sqrt d_model":
+        return d_model**0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "warmup exponent":
+        return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-0.5)
+    if how == "no warm-up":
+        return d_model**-0.5 * steps**-0.5
+    if how == "from 0":
+        return _rate_variant(steps - 1, d_model, warmup_steps).nan_to_num(posinf=0.0)
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def check_rate(rate: Callable) -> Verdict:
+    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3)."""
+    cases = [
+        _Case(
+            "steps 1..30000, d_model=512, warmup_steps=4000",
+            (torch.arange(1, 30001, 37, dtype=torch.float64), 512, 4000),
+        ),
+        _Case("steps 1..600, d_model=16, warmup_steps=50", (torch.arange(1, 601, dtype=torch.float64), 16, 50)),
+    ]
+    mistakes = [
+        _Mistake(
+            "max for min",
+            lambda s, d, w: _rate_variant(s, d, w, how="max"),
+            "max takes the larger of the two terms, so the rate starts at its largest and never warms up: Eq. 3 takes "
+            "the smaller one, min(step^-0.5, step * warmup_steps^-1.5).",
+        ),
+        _Mistake(
+            "no d_model factor",
+            lambda s, d, w: _rate_variant(s, d, w, how="no d_model"),
+            "the shape is right but the scale is not: Eq. 3 multiplies by d_model^-0.5.",
+        ),
+        _Mistake(
+            "d_model^+0.5",
+            lambda s, d, w: _rate_variant(s, d, w, how="sqrt d_model"),
+            "the rate is multiplied by sqrt(d_model) instead of divided: the factor is d_model^-0.5, smaller for wider "
+            "models.",
+        ),
+        _Mistake(
+            "warm-up exponent",
+            lambda s, d, w: _rate_variant(s, d, w, how="warmup exponent"),
+            "the warm-up term uses warmup_steps^-0.5: it is step * warmup_steps^-1.5, so that both terms meet at "
+            "step = warmup_steps.",
+        ),
+        _Mistake(
+            "no warm-up",
+            lambda s, d, w: _rate_variant(s, d, w, how="no warm-up"),
+            "only the decay term is there: during the first warmup_steps steps the rate must grow linearly, "
+            "step * warmup_steps^-1.5.",
+        ),
+        _Mistake(
+            "steps from 0",
+            lambda s, d, w: _rate_variant(s, d, w, how="from 0"),
+            "the steps are shifted by one: the steps you are given count from 1 already (LambdaLR's shift is "
+            "outside this function).",
+        ),
+    ]
+    return _check(
+        "Exercise 10.1 the learning rate of Eq. 3",
+        rate,
+        _rate_variant,
+        cases,
+        mistakes,
+        "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
+        "square root that decays after it, both scaled by one factor that depends on the model's width.",
+        "return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5).",
+    )
+
+
+def _score_variant(sum_log_p, lengths, alpha, *, how="right"):
+    lengths = lengths.to(sum_log_p.dtype)
+    if how == "none":
+        return sum_log_p.clone()
+    if how == "times":
+        return sum_log_p * ((5 + lengths) / 6) ** alpha
+    if how == "no eos":
+        return sum_log_p / ((4 + lengths) / 6) ** alpha
+    if how == "no alpha":
+        return sum_log_p / ((5 + lengths) / 6)
+    if how == "mean":
+        return sum_log_p / lengths
+    if how == "length^alpha":
+        return sum_log_p / lengths**alpha
+    return sum_log_p / ((5 + lengths) / 6) ** alpha
+
+
+def check_length_penalty(score: Callable) -> Verdict:
+    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
+    g = _generator(14)
+    lengths = torch.tensor([1, 2, 3, 5, 8, 13])
+    cases = [
+        _Case("6 hypotheses, alpha=0.6", (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths, 0.6)),
+        _Case(
+            "6 hypotheses, alpha=1.5",
+            (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths.flip(0), 1.5),
+        ),
+    ]
+    mistakes = [
+        _Mistake(
+            "no penalty",
+            lambda s, n, a: _score_variant(s, n, a, how="none"),
+            "the scores are the plain sums of log-probabilities: divide each by lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+        ),
+        _Mistake(
+            "multiplied",
+            lambda s, n, a: _score_variant(s, n, a, how="times"),
+            "the sums are multiplied by "
+            "lp(Y): divide instead, so that longer hypotheses' (more negative) sums shrink towards 0.",
+        ),
+        _Mistake(
+            "<eos> not counted",
+            lambda s, n, a: _score_variant(s, n, a, how="no eos"),
+            "|Y| is one too small: the lengths you are given already count every generated token, <eos> included.",
+        ),
+        _Mistake(
+            "alpha ignored",
+            lambda s, n, a: _score_variant(s, n, a, how="no alpha"),
+            "the penalty is not raised to the power alpha: lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+        ),
+        _Mistake(
+            "mean log p",
+            lambda s, n, a: _score_variant(s, n, a, how="mean"),
+            "dividing by the length gives "
+            "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
+        ),
+        _Mistake(
+            "length ** alpha",
+            lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
+            "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
+        ),
+    ]
+    return _check(
+        "Exercise 10.2 the length penalty",
+        score,
+        _score_variant,
+        cases,
+        mistakes,
+        "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
+        "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
+        "return sum_log_p / ((5 + lengths) / 6) ** alpha.",
+    )

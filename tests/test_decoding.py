@@ -247,3 +247,29 @@ def test_bad_input_raises():
         beam_search(model, src, BOS, EOS, 3, length_penalty=-1.0)
     with pytest.raises(ValueError, match="encode"):
         greedy_decode(object(), src, BOS, EOS, 3)
+
+
+def test_length_penalty_checker_accepts_gnmt_and_names_each_mistake():
+    from helpers import exercises as ex
+
+    def right(sum_log_p, lengths, alpha):
+        return torch.tensor(
+            [s / length_penalty(int(n), alpha) for s, n in zip(sum_log_p.tolist(), lengths, strict=True)]
+        )
+
+    def stub(*args):
+        raise NotImplementedError
+
+    assert ex.check_length_penalty(right).passed
+    assert ex.check_length_penalty(stub).status == "not attempted"
+    wrong = {
+        "no penalty": lambda s, n, a: s * 1.0,
+        "multiplied": lambda s, n, a: s * ((n + 5) / 6) ** a,
+        "<eos> not counted": lambda s, n, a: s / ((n + 4) / 6) ** a,
+        "alpha ignored": lambda s, n, a: s * 6 / (n + 5),
+        "mean log p": lambda s, n, a: s / n,
+        "length ** alpha": lambda s, n, a: s / n.double() ** a,
+    }
+    for mistake, answer in wrong.items():
+        verdict = ex.check_length_penalty(answer)
+        assert verdict.mistake == mistake, (mistake, str(verdict))

@@ -172,3 +172,28 @@ def test_a_small_transformer_learns_the_task():
         optimizer.step()
         scheduler.step()
     assert exact_match() >= 0.9
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def test_rate_checker_accepts_eq3_and_names_each_mistake():
+    from helpers import exercises as ex
+
+    def right(steps, d_model, warmup_steps):
+        return torch.tensor([rate(int(s), d_model, warmup_steps) for s in steps], dtype=steps.dtype)
+
+    assert ex.check_rate(right).passed
+    assert ex.check_rate(_stub).status == "not attempted"
+    wrong = {
+        "max for min": lambda s, d, w: d**-0.5 * torch.max(s**-0.5, s / w**1.5),
+        "no d_model factor": lambda s, d, w: torch.min(s**-0.5, s / w**1.5),
+        "d_model^+0.5": lambda s, d, w: math.sqrt(d) * torch.min(s**-0.5, s / w**1.5),
+        "warm-up exponent": lambda s, d, w: d**-0.5 * torch.min(s**-0.5, s / math.sqrt(w)),
+        "no warm-up": lambda s, d, w: s.rsqrt() / math.sqrt(d),
+        "steps from 0": lambda s, d, w: torch.where(s > 1, right((s - 1).clamp(min=1), d, w), 0.0),
+    }
+    for mistake, answer in wrong.items():
+        verdict = ex.check_rate(answer)
+        assert verdict.mistake == mistake, (mistake, str(verdict))
