@@ -188,7 +188,7 @@ def beam_search(
                     hyps = live[b]
                     if not hyps:
                         continue
-                    sums = torch.tensor([s for _, s in hyps], dtype=log_probs.dtype)  # (H,)
+                    sums = torch.tensor([s for _, s in hyps], dtype=log_probs.dtype, device=log_probs.device)  # (H,)
                     candidates = (sums[:, None] + log_probs[row : row + len(hyps)]).flatten()  # (H * vocab,)
                     row += len(hyps)
                     k = min(beam_size - len(finished[b]), candidates.numel())

@@ -1707,6 +1707,10 @@ def _shift_variant(targets, bos_id, *, how="right"):
         return torch.cat([torch.zeros_like(bos), targets[:, :-1]], dim=1)
     if how == "bos 1":
         return torch.cat([torch.ones_like(bos), targets[:, :-1]], dim=1)
+    if how == "identity":  # <bos> prepended, then the first position dropped instead of the last
+        return targets.clone()
+    if how == "no eos":  # <eos> (id 2 in the checker's cases) replaced by <pad> before the shift
+        targets = torch.where(targets == 2, torch.zeros_like(targets), targets)
     return torch.cat([bos, targets[:, :-1]], dim=1)
 
 
@@ -1756,10 +1760,31 @@ def check_shift_right(shift_right: Callable) -> Verdict:
             lambda t, b: _shift_variant(t, b, how="bos 1"),
             "position 0 holds 1 whatever bos_id is: use the bos_id argument.",
         ),
+        _Mistake(
+            "result equals the targets",
+            lambda t, b: _shift_variant(t, b, how="identity"),
+            "the result equals the targets: each position would see the token it must predict. After putting "
+            "<bos> in front, drop the *last* position, not the first.",
+        ),
+        _Mistake(
+            "<eos> replaced by <pad>",
+            lambda t, b: _shift_variant(t, b, how="no eos"),
+            "`<eos>` replaced by `<pad>` (0): the shift moves every token as it is. Only the last position is "
+            "dropped; the <eos> of a shorter sequence stays in the input.",
+        ),
     ]
-    return _check(
+    changed = []  # set when the answer changed its targets in place
+
+    def watched(targets, bos_id):
+        before = targets.clone() if isinstance(targets, torch.Tensor) else None
+        result = shift_right(targets, bos_id)
+        if before is not None and not (before.shape == targets.shape and torch.equal(before, targets)):
+            changed.append(True)
+        return result
+
+    verdict = _check(
         "Exercise 09.1 shift right",
-        shift_right,
+        watched if callable(shift_right) else shift_right,
         reference,
         cases,
         mistakes,
@@ -1767,7 +1792,23 @@ def check_shift_right(shift_right: Callable) -> Verdict:
         "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
         "into position 0, and which target position no longer fits?",
         "bos = torch.full_like(targets[:, :1], bos_id); return torch.cat([bos, targets[:, :-1]], dim=1).",
+        codes=_answer_codes(shift_right),
     )
+    if changed and verdict.status != NOT_ATTEMPTED:
+        in_place = (
+            "your function changed `targets` in place; the loss would then compare predictions with shifted tokens. "
+            "Build a new tensor (e.g. torch.cat)."
+        )
+        if verdict.passed:
+            return Verdict(
+                verdict.exercise,
+                FAILED,
+                "the returned values are right, but the targets changed.",
+                "targets changed in place",
+                [f"Likely mistake: {in_place}"],
+            )
+        verdict.details.append(f"Also: {in_place}")
+    return verdict
 
 
 def _decoder_block_variant(
@@ -1788,11 +1829,16 @@ def _decoder_block_variant(
     norms=(0, 1, 2),
     pre=False,
     residual=True,
+    inverted=(False, False),
+    last_norm=True,
 ):
-    """The post-norm decoder layer (§3.1), or one classic mistake of it."""
+    """The post-norm decoder layer (§3.1), or one classic mistake of it.
+
+    ``residual``: True (LayerNorm(x + Sublayer(x))), False (none), "after" (LayerNorm(Sublayer(x)) + x) or
+    "input" (every residual taken from the block's input); ``inverted``: masks in PyTorch's True = ignore."""
     norm = [(n1, n2, n3)[i] for i in norms]
-    s_mask = self_mask if masks[0] else None
-    m_mask = memory_mask if masks[1] else None
+    s_mask = (~self_mask if inverted[0] else self_mask) if masks[0] else None
+    m_mask = (~memory_mask if inverted[1] else memory_mask) if masks[1] else None
     first = x
 
     def self_sub(y):
@@ -1805,6 +1851,12 @@ def _decoder_block_variant(
     for i, sub in enumerate([*subs, f]):
         if pre:
             x = x + sub(norm[i](x))
+        elif i == 2 and not last_norm:
+            x = x + sub(x)
+        elif residual == "after":
+            x = norm[i](sub(x)) + x
+        elif residual == "input":
+            x = norm[i](first + sub(x))
         else:
             x = norm[i](x + sub(x) if residual else sub(x))
     return x
@@ -1925,6 +1977,32 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
         ),
         *(
             _Mistake(
+                "masks inverted",
+                lambda *a, inverted=inverted: v(*a, inverted=inverted),
+                "the masks are inverted: the series' masks mean True = may attend; `~mask` is PyTorch's convention "
+                "(section 4). Pass self_mask and memory_mask as they are.",
+            )
+            for inverted in ((True, True), (True, False), (False, True))
+        ),
+        _Mistake(
+            "no norm3",
+            lambda *a: v(*a, last_norm=False),
+            "the feed-forward sub-layer needs its Add & Norm too: norm3(x + feed_forward(x)).",
+        ),
+        _Mistake(
+            "residual added after the norm",
+            lambda *a: v(*a, residual="after"),
+            "the residual is added after the norm, LayerNorm(Sublayer(x)) + x; the paper's post-norm block adds "
+            "first and normalises the sum, LayerNorm(x + Sublayer(x)) (§3.1).",
+        ),
+        _Mistake(
+            "residuals from the block's input",
+            lambda *a: v(*a, residual="input"),
+            "every residual adds the block's input x; each sub-layer must add back its own input, the output of "
+            "the sub-layer before it: x = norm1(x + ...), then x = norm2(x + ...) with the new x, and so on.",
+        ),
+        *(
+            _Mistake(
                 "norms swapped",
                 lambda *a, norms=norms: v(*a, norms=norms),
                 "the LayerNorms are mixed up: norm1 goes with the self-attention, norm2 with the cross-attention, "
@@ -1968,8 +2046,22 @@ def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
     return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
 
 
+def _in_peak_units(rate: Callable) -> Callable:
+    """``rate`` divided by Eq. 3's peak ``(d_model * warmup_steps) ** -0.5``: values near 1, so the absolute part of
+    the tolerance (ATOL) no longer dominates and every comparison is, in effect, relative (rates are ~1e-3)."""
+
+    def scaled(steps, d_model, warmup_steps):
+        result = rate(steps, d_model, warmup_steps)
+        return result * (d_model * warmup_steps) ** 0.5 if isinstance(result, torch.Tensor) else result
+
+    return scaled
+
+
 def check_rate(rate: Callable) -> Verdict:
-    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3)."""
+    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
+
+    Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
+    relative (about 1e-4) at every step, late small rates included."""
     cases = [
         _Case(
             "steps 1..30000, d_model=512, warmup_steps=4000",
@@ -2014,15 +2106,19 @@ def check_rate(rate: Callable) -> Verdict:
             "outside this function).",
         ),
     ]
+    mistakes = [_Mistake(m.key, _in_peak_units(m.wrong), m.diagnosis) for m in mistakes]
     return _check(
         "Exercise 10.1 the learning rate of Eq. 3",
-        rate,
-        _rate_variant,
+        _in_peak_units(rate) if callable(rate) else rate,
+        _in_peak_units(_rate_variant),
         cases,
         mistakes,
         "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
         "square root that decays after it, both scaled by one factor that depends on the model's width.",
-        "return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5).",
+        "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
+        "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
+        codes=_answer_codes(rate) if callable(rate) else set(),
+        notes=("The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2.",),
     )
 
 
@@ -2096,5 +2192,6 @@ def check_length_penalty(score: Callable) -> Verdict:
         mistakes,
         "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
         "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
-        "return sum_log_p / ((5 + lengths) / 6) ** alpha.",
+        "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
+        "and where alpha goes in GNMT's formula.",
     )

@@ -273,3 +273,18 @@ def test_length_penalty_checker_accepts_gnmt_and_names_each_mistake():
     for mistake, answer in wrong.items():
         verdict = ex.check_length_penalty(answer)
         assert verdict.mistake == mistake, (mistake, str(verdict))
+
+
+def test_length_penalty_checker_hints_only_part_of_the_answer():
+    from helpers import exercises as ex
+
+    verdict = str(ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6) ** a * 1.3))
+    assert "lp(Y)" in verdict and "((5 + lengths) / 6) ** alpha" not in verdict
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_beam_search_runs_on_the_models_device():
+    model = _tiny(0, vocab=6).cuda()
+    src = torch.randint(0, 6, (3, 4), generator=torch.Generator().manual_seed(0))
+    expected = beam_search(_tiny(0, vocab=6), src, BOS, EOS, 6)
+    assert beam_search(model, src.cuda(), BOS, EOS, 6) == expected

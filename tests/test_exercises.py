@@ -358,10 +358,29 @@ def test_shift_right_checker():
         "last position kept": lambda t, b: torch.cat([bos_first(t, b), t], dim=1),
         "no <bos>": lambda t, b: torch.cat([torch.zeros_like(t[:, :1]), t[:, :-1]], dim=1),
         "bos hard-coded": lambda t, b: torch.cat([torch.ones_like(t[:, :1]), t[:, :-1]], dim=1),
+        "result equals the targets": lambda t, b: torch.cat([bos_first(t, b), t], dim=1)[:, 1:],
+        "<eos> replaced by <pad>": lambda t, b: torch.cat([bos_first(t, b), torch.where(t == 2, 0, t)[:, :-1]], 1),
     }
     for mistake, answer in wrong.items():
         verdict = ex.check_shift_right(answer)
         assert verdict.mistake == mistake, (mistake, str(verdict))
+
+    def in_place(targets, bos_id):  # right values, but the caller's targets are shifted too
+        targets[:, 1:] = targets[:, :-1].clone()
+        targets[:, 0] = bos_id
+        return targets
+
+    verdict = ex.check_shift_right(in_place)
+    assert verdict.status == "failed" and verdict.mistake == "targets changed in place", str(verdict)
+    assert "changed `targets` in place" in str(verdict)
+
+    def in_place_and_left(targets, bos_id):  # wrong values and in place: both named
+        targets[:, :-1] = targets[:, 1:].clone()
+        targets[:, -1] = 0
+        return targets
+
+    verdict = ex.check_shift_right(in_place_and_left)
+    assert verdict.mistake == "shifted left" and "changed `targets` in place" in str(verdict), str(verdict)
     assert ex.check_shift_right(lambda t, b: right(t, b).float()).status == "failed"  # token ids stay integers
 
 
@@ -417,6 +436,24 @@ def test_decoder_block_checker():
     def norms_swapped(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
         return decoder_right(x, memory, sm, mm, sa, ca, ff, n1, n3, n2)
 
+    def pytorch_masks(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, ~sm, ~mm, sa, ca, ff, n1, n2, n3)
+
+    def no_norm3(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, sm))
+        x = n2(x + ca(x, memory, mm))
+        return x + ff(x)
+
+    def residual_after_norm(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(sa(x, sm)) + x
+        x = n2(ca(x, memory, mm)) + x
+        return n3(ff(x)) + x
+
+    def residuals_from_input(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        h = n1(x + sa(x, sm))
+        h = n2(x + ca(h, memory, mm))
+        return n3(x + ff(h))
+
     expected = {
         cross_first: "cross-attention first",
         queries_from_memory: "queries from memory",
@@ -428,6 +465,10 @@ def test_decoder_block_checker():
         pre_norm: "pre-norm",
         no_residual: "no residual",
         norms_swapped: "norms swapped",
+        pytorch_masks: "masks inverted",
+        no_norm3: "no norm3",
+        residual_after_norm: "residual added after the norm",
+        residuals_from_input: "residuals from the block's input",
     }
     for answer, mistake in expected.items():
         verdict = ex.check_decoder_block(answer)

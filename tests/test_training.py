@@ -197,3 +197,19 @@ def test_rate_checker_accepts_eq3_and_names_each_mistake():
     for mistake, answer in wrong.items():
         verdict = ex.check_rate(answer)
         assert verdict.mistake == mistake, (mistake, str(verdict))
+
+
+def test_rate_checker_compares_relatively_and_hints_only_part_of_the_answer():
+    from helpers import exercises as ex
+
+    def right(steps, d_model, warmup_steps):
+        return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+    # late rates are ~1e-4: an absolute tolerance of 1e-5 would accept a 1.5% error there; a relative one does not
+    late_error = ex.check_rate(lambda s, d, w: right(s, d, w) * torch.where(s > 20000, 1.015, 1.0))
+    assert not late_error.passed
+    slightly_off = str(ex.check_rate(lambda s, d, w: right(s, d, w) * 1.002))
+    assert "close, but outside the tolerance" in slightly_off
+    far_off = str(ex.check_rate(lambda s, d, w: right(s, d, w) * 1.5))
+    assert "close, but" not in far_off
+    assert "torch.minimum" in far_off and "warmup_steps**-1.5" not in far_off  # a partial hint, not the answer
