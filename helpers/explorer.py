@@ -254,7 +254,7 @@ class AttentionExplorer:
             image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
             small = image.quantize(palette=_palette(), dither=Image.Dither.NONE)
             out = io.BytesIO()
-            small.save(out, format="PNG", optimize=True)
+            small.save(out, format="PNG", optimize=True, dpi=(DPI, DPI))  # keep the resolution in the file
             self._png = out.getvalue()
         return self._png
 
