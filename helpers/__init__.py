@@ -6,10 +6,11 @@ Modules:
     plotting   attention heatmaps that return matplotlib Figures
     explorer   an interactive attention view (offline HTML + JS, PNG fallback) for JupyterLab, the site and the slides
     encoder    positional encoding (§3.5), feed-forward (§3.3), encoder block and stack (§3.1)
-    decoder    decoder block and stack: masked self-attention, cross-attention, feed-forward (§3.1)
+    decoder    decoder block and stack (§3.1), and the key/value cache for decoding (notebook 11)
     transformer  the whole encoder-decoder model with shared embeddings (§3, §3.4), Table 3's sizes
     training   Eq. 3's learning rate (§5.3) and the digits -> number words task of notebook 10
-    decoding   greedy decoding and beam search with the GNMT length penalty (§6.1)
+    decoding   greedy decoding and beam search with the GNMT length penalty (§6.1), with or without a key/value cache
+    efficient  the online softmax, tiled attention, and measuring peak memory and time (notebook 11)
     reference  PyTorch's own modules holding our weights, for equality checks
     tasks      synthetic sequence tasks and the tiny model notebook 07 trains
     exercises  checkers for the notebooks' exercises, with diagnoses of classic mistakes

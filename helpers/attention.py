@@ -142,6 +142,14 @@ class MultiHeadAttention(nn.Module):
         d_k: query/key width per head; defaults to ``d_model // num_heads``
             (the paper's base model: 64). Table 3, rows (B), vary it alone.
         d_v: value width per head; defaults to ``d_model // num_heads``.
+        num_kv_heads: grouped-query attention (GQA; Ainslie et al., 2023), not in
+            the paper. ``None`` (the default) is the paper's multi-head attention,
+            one key/value head per query head. Otherwise ``w_k`` and ``w_v`` make
+            only ``num_kv_heads`` key/value heads (``d_model -> num_kv_heads * d_k``)
+            and each serves ``num_heads // num_kv_heads`` consecutive query heads:
+            query head ``i`` uses key/value head ``i // (num_heads // num_kv_heads)``,
+            as ``F.scaled_dot_product_attention(..., enable_gqa=True)`` does.
+            ``num_kv_heads=1`` is multi-query attention (MQA; Shazeer, 2019).
     """
 
     def __init__(
@@ -152,6 +160,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         d_k: int | None = None,
         d_v: int | None = None,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model <= 0 or num_heads <= 0:
@@ -166,16 +175,28 @@ class MultiHeadAttention(nn.Module):
                 f"d_model={d_model} is not divisible by num_heads={num_heads}: "
                 f"each head needs d_k = d_model / num_heads = {d_model / num_heads:g} features"
             )
+        if num_kv_heads is not None and (
+            not isinstance(num_kv_heads, int)
+            or isinstance(num_kv_heads, bool)
+            or num_kv_heads <= 0
+            or num_heads % num_kv_heads != 0
+        ):
+            raise ValueError(
+                f"num_kv_heads must be None or a positive integer that divides num_heads={num_heads} "
+                f"(each key/value head serves num_heads / num_kv_heads query heads), got {num_kv_heads!r}"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
         self.num_heads = num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         self.d_k = d_model // num_heads if d_k is None else d_k
         self.d_v = d_model // num_heads if d_v is None else d_v
         self.dropout = dropout
+        h_kv = self.num_kv_heads
         self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)  # the h blocks W_i^Q side by side
-        self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)
+        self.w_k = nn.Linear(d_model, h_kv * self.d_k, bias=bias)  # h_kv = h blocks, unless grouped
+        self.w_v = nn.Linear(d_model, h_kv * self.d_v, bias=bias)
         self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)  # W^O
 
     def _check_inputs(self, query, key, value, mask) -> None:
@@ -225,23 +246,88 @@ class MultiHeadAttention(nn.Module):
         no allowed key gets a row of zeros).
         """
         self._check_inputs(query, key, value, mask)
-        B, n, m = query.shape[0], query.shape[1], key.shape[1]
-        h, d_k, d_v = self.num_heads, self.d_k, self.d_v
+        B, m = query.shape[0], key.shape[1]
+        h, h_kv, d_k, d_v = self.num_heads, self.num_kv_heads, self.d_k, self.d_v
 
         if query is key and key is value:
             # Self-attention: one matmul against the three stacked weight
             # matrices is faster than three (same maths, same parameters).
             weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
             bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-            q, k, v = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)
+            q, k, v = F.linear(query, weight, bias).split([h * d_k, h_kv * d_k, h_kv * d_v], dim=-1)
+            k = k.view(B, m, h_kv, d_k).transpose(1, 2)  # (B, m, h_kv d_k) -> (B, h_kv, m, d_k)
+            v = v.view(B, m, h_kv, d_v).transpose(1, 2)  # (B, m, h_kv d_v) -> (B, h_kv, m, d_v)
         else:
-            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)  # (B, n|m, h d_k), ..., (B, m, h d_v)
+            q = self.w_q(query)  # (B, n, h d_k)
+            k, v = self.project_kv(key, value)  # (B, h_kv, m, d_k), (B, h_kv, m, d_v)
+        return self._attend(q, k, v, mask, need_weights)
 
-        # Split the features into h heads of d_k (d_v) features; the transpose puts
-        # the head axis before the positions so each head is its own (n, d_k) matrix.
+    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The key and value heads: ``key, value (B, m, d_model)`` -> ``k (B, h_kv, m, d_k)``, ``v (B, h_kv, m, d_v)``.
+
+        ``h_kv`` is ``num_kv_heads`` (``num_heads`` unless grouped). These are what a decoder keeps in
+        its cache (notebook 11): a key position's heads never change once computed.
+        """
+        for name, t in (("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
+                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must have shape (B, positions, d_model={self.d_model}), got {got}")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(f"key {_shape(key)} and value {_shape(value)} must have the same (B, m)")
+        B, m = key.shape[:2]
+        k = self.w_k(key).view(B, m, self.num_kv_heads, self.d_k).transpose(1, 2)  # (B, h_kv, m, d_k)
+        v = self.w_v(value).view(B, m, self.num_kv_heads, self.d_v).transpose(1, 2)  # (B, h_kv, m, d_v)
+        return k, v
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Like :meth:`forward`, but with the key and value heads given (from :meth:`project_kv`, or a cache).
+
+        ``query (B, n, d_model)``, ``k (B, h_kv, m, d_k)``, ``v (B, h_kv, m, d_v)``; ``mask`` as in
+        :meth:`forward`. Returns ``(output (B, n, d_model), weights (B, h, n, m) or None)``.
+        """
+        if not isinstance(query, torch.Tensor) or query.dim() != 3 or query.shape[-1] != self.d_model:
+            got = _shape(query) if isinstance(query, torch.Tensor) else type(query).__name__
+            raise ValueError(f"query must have shape (B, n, d_model={self.d_model}), got {got}")
+        B = query.shape[0]
+        for name, t, width in (("k", k, self.d_k), ("v", v, self.d_v)):
+            want = (B, self.num_kv_heads, "m", width)
+            if (
+                not isinstance(t, torch.Tensor)
+                or t.dim() != 4
+                or t.shape[0] != B
+                or t.shape[1] != self.num_kv_heads
+                or t.shape[3] != width
+            ):
+                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must have shape {want} (B, h_kv, m, width), got {got}")
+        if k.shape[2] != v.shape[2]:
+            raise ValueError(f"k {_shape(k)} and v {_shape(v)} must have the same number of positions m")
+        n, m = query.shape[1], k.shape[2]
+        if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 4:
+            check_mask(mask, (B, self.num_heads, n, m))
+        else:
+            check_mask(mask, (B, n, m))
+        return self._attend(self.w_q(query), k, v, mask, need_weights)
+
+    def _attend(self, q, k, v, mask, need_weights):
+        """``q (B, n, h d_k)`` projected queries, ``k, v`` key/value heads -> ``(output, weights)``."""
+        B, n = q.shape[0], q.shape[1]
+        h, h_kv, d_k, d_v = self.num_heads, self.num_kv_heads, self.d_k, self.d_v
+        # Split the features into h heads of d_k features; the transpose puts the
+        # head axis before the positions so each head is its own (n, d_k) matrix.
         q = q.view(B, n, h, d_k).transpose(1, 2)  # (B, n, h d_k) -> (B, h, n, d_k)
-        k = k.view(B, m, h, d_k).transpose(1, 2)  # (B, m, h d_k) -> (B, h, m, d_k)
-        v = v.view(B, m, h, d_v).transpose(1, 2)  # (B, m, h d_v) -> (B, h, m, d_v)
+        if h_kv != h:
+            # Grouped-query attention: key/value head j serves query heads
+            # j * g, ..., j * g + g - 1, with g = h / h_kv query heads per group.
+            k = k.repeat_interleave(h // h_kv, dim=1)  # (B, h_kv, m, d_k) -> (B, h, m, d_k)
+            v = v.repeat_interleave(h // h_kv, dim=1)  # (B, h_kv, m, d_v) -> (B, h, m, d_v)
 
         if mask is not None and mask.dim() < 4:
             mask = mask.unsqueeze(-3)  # (B, n, m) -> (B, 1, n, m): the same for all heads

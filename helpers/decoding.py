@@ -11,6 +11,11 @@ be decoded (a hand-built one in a test, a cached one later in the series):
 - ``model.decode(tgt, memory, src_mask) -> (logits, self_weights, cross_weights)``, ``tgt (B, n)``
   ids, ``logits (B, n, vocab)``; position ``i``'s logits predict token ``i + 1``.
 
+With ``use_cache=True`` they also need ``model.decode(tgt, memory, src_mask, cache=cache)`` to accept a
+:class:`helpers.decoder.KVCache` (``Transformer`` does): each step then feeds only the newest token, and the
+decoder attends to the keys and values it kept from earlier steps instead of recomputing them (notebook 11).
+The ids returned are the same as without the cache.
+
 ``src_mask`` is the source's key-padding mask ``(B, 1, m)`` (``True`` = a real token), as
 ``helpers.masks.padding_mask(src_lengths)`` returns it, or ``None`` for an unpadded batch.
 Both functions run the model in ``eval()`` under ``torch.no_grad()`` (and put back the mode
@@ -22,6 +27,8 @@ Every token of the vocabulary is a candidate at every step.
 from __future__ import annotations
 
 import torch
+
+from helpers.decoder import KVCache
 
 __all__ = ["beam_search", "greedy_decode", "length_penalty"]
 
@@ -83,25 +90,45 @@ def _restore(model, was_training: bool | None) -> None:
         model.train(was_training)
 
 
-def _next_log_probs(model, tgt, memory, src_mask) -> torch.Tensor:
-    """``tgt (N, t)`` -> log-probabilities of the next token ``(N, vocab)``, checked for NaN."""
-    logits, _, _ = model.decode(tgt, memory, src_mask)  # (N, t, vocab)
+def _next_log_probs(model, tgt, memory, src_mask, cache=None) -> torch.Tensor:
+    """``tgt (N, t)`` -> log-probabilities of the next token ``(N, vocab)``, checked for NaN.
+
+    With a ``cache``, only the last token of ``tgt`` is fed; the cache holds the rest.
+    """
+    if cache is None:
+        logits, _, _ = model.decode(tgt, memory, src_mask)  # (N, t, vocab)
+    else:
+        logits, _, _ = model.decode(tgt[:, -1:], memory, src_mask, cache=cache)  # (N, 1, vocab)
     log_probs = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (N, vocab)
     if torch.isnan(log_probs).any():
         raise ValueError("the model's logits hold NaN; decoding cannot rank the candidates")
     return log_probs
 
 
+def _check_use_cache(use_cache) -> None:
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
+
+
 def greedy_decode(
-    model, src: torch.Tensor, bos_id: int, eos_id: int, max_len: int, src_mask: torch.Tensor | None = None
+    model,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    src_mask: torch.Tensor | None = None,
+    use_cache: bool = False,
 ) -> list[list[int]]:
     """Greedy search: at each step append the most probable next token, one decoder pass per token.
 
     ``src (B, m)`` ids -> ``B`` lists of generated ids (no ``<bos>``; ends at ``<eos>``, included, or after
     ``max_len`` tokens). A sentence that has emitted ``<eos>`` stays in the batch (its later tokens are
-    dropped) until every sentence has, so one decoder call serves the whole batch at each step.
+    dropped) until every sentence has, so one decoder call serves the whole batch at each step. With
+    ``use_cache=True`` each step feeds only the newest token (a :class:`helpers.decoder.KVCache` keeps the
+    keys and values of the earlier ones); the ids are the same.
     """
     _check(model, src, bos_id, eos_id, max_len, src_mask)
+    _check_use_cache(use_cache)
     was_training = _set_eval(model)
     try:
         with torch.no_grad():
@@ -111,8 +138,9 @@ def greedy_decode(
             total = torch.zeros(B, device=src.device)  # sum of log p so far (the beam's score, for equal ties)
             out: list[list[int]] = [[] for _ in range(B)]
             done = [False] * B
+            cache = KVCache() if use_cache else None
             for _ in range(max_len):
-                log_probs = _next_log_probs(model, tgt, memory, src_mask)  # (B, vocab)
+                log_probs = _next_log_probs(model, tgt, memory, src_mask, cache)  # (B, vocab)
                 candidates = total[:, None] + log_probs  # (B, vocab)
                 next_ids = candidates.argmax(dim=-1)  # (B,): first index on a tie
                 total = candidates.gather(1, next_ids[:, None])[:, 0]
@@ -138,6 +166,7 @@ def beam_search(
     length_penalty: float = 0.6,
     src_mask: torch.Tensor | None = None,
     trace: list | None = None,
+    use_cache: bool = False,
 ) -> list[list[int]]:
     """Beam search (§6.1): keep the ``beam_size`` most probable partial outputs, return the best finished one.
 
@@ -156,8 +185,14 @@ def beam_search(
     list, one entry per step is appended for each sentence: ``(sentence, step, live, finished)`` where
     ``live`` holds ``(ids, sum_log_p)`` of the hypotheses kept and ``finished`` holds
     ``(ids, sum_log_p, score)`` of those finished so far (a picture of the beam, for teaching).
+
+    With ``use_cache=True`` each step feeds only the newest token of every live hypothesis. Row ``r`` of the
+    :class:`helpers.decoder.KVCache` belongs to the hypothesis in row ``r`` of the previous step, so after each
+    step the cache is reordered to the kept hypotheses' parents (a parent with two kept extensions gives its
+    row twice). The ids returned are the same as without the cache.
     """
     _check(model, src, bos_id, eos_id, max_len, src_mask)
+    _check_use_cache(use_cache)
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
     alpha = length_penalty  # the argument shadows the function of that name: use _lp below
@@ -172,25 +207,29 @@ def beam_search(
             # live[b]: list of (ids, sum_log_p); finished[b]: list of (ids, sum_log_p, score)
             live: list[list[tuple[list[int], float]]] = [[([], 0.0)] for _ in range(B)]
             finished: list[list[tuple[list[int], float, float]]] = [[] for _ in range(B)]
+            cache = KVCache() if use_cache else None
+            parents = list(range(B))  # the row of the previous step each live hypothesis extends
             for step in range(1, max_len + 1):
                 owners = [b for b in range(B) for _ in live[b]]  # sentence of each live hypothesis
                 if not owners:
                     break
                 index = torch.tensor(owners, device=src.device)
+                if cache is not None and step > 1:
+                    cache.reorder(torch.tensor(parents, device=src.device))  # row r <- its parent's row
                 tgt = torch.tensor(
                     [[bos_id, *ids] for b in range(B) for ids, _ in live[b]], dtype=torch.long, device=src.device
                 )  # (N, step): every live hypothesis of every sentence, <bos> first
                 mask = None if src_mask is None else src_mask[index]  # (N, 1, m)
-                log_probs = _next_log_probs(model, tgt, memory[index], mask)  # (N, vocab)
+                log_probs = _next_log_probs(model, tgt, memory[index], mask, cache)  # (N, vocab)
                 vocab = log_probs.shape[-1]
                 row = 0
+                parents = []
                 for b in range(B):
                     hyps = live[b]
                     if not hyps:
                         continue
                     sums = torch.tensor([s for _, s in hyps], dtype=log_probs.dtype, device=log_probs.device)  # (H,)
                     candidates = (sums[:, None] + log_probs[row : row + len(hyps)]).flatten()  # (H * vocab,)
-                    row += len(hyps)
                     k = min(beam_size - len(finished[b]), candidates.numel())
                     order = torch.sort(candidates, descending=True, stable=True).indices[:k]  # ties: lower index first
                     kept = []
@@ -201,6 +240,8 @@ def beam_search(
                             finished[b].append((ids, total, total / _lp(len(ids), alpha)))
                         else:
                             kept.append((ids, total))
+                            parents.append(row + h)
+                    row += len(hyps)
                     live[b] = kept
                     if trace is not None:
                         trace.append((b, step, list(kept), list(finished[b])))

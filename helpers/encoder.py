@@ -57,12 +57,17 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``x (B, n, d_model)`` holds positions ``start, ..., start + n - 1`` (``start > 0``: a decoder
+        that feeds only its newest positions, notebook 11)."""
         _check_sequence(x, self.d_model, "PositionalEncoding")
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise ValueError(f"start must be a non-negative integer position, got {start!r}")
         n = x.shape[1]
-        if n > self.max_len:
-            raise ValueError(f"sequence length n={n} exceeds max_len={self.max_len} of this PositionalEncoding")
-        return self.dropout(x + self.pe[:n])  # (B, n, d_model) + (n, d_model)
+        if start + n > self.max_len:
+            where = f"sequence length n={n}" if start == 0 else f"positions {start} to {start + n - 1}"
+            raise ValueError(f"{where} exceeds max_len={self.max_len} of this PositionalEncoding")
+        return self.dropout(x + self.pe[start : start + n])  # (B, n, d_model) + (n, d_model)
 
 
 class FeedForward(nn.Module):
@@ -103,11 +108,14 @@ class EncoderBlock(nn.Module):
         norm_first: bool = False,
         d_k: int | None = None,
         d_v: int | None = None,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads
+        )
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -157,12 +165,22 @@ class Encoder(nn.Module):
         norm_first: bool = False,
         d_k: int | None = None,
         d_v: int | None = None,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         if not isinstance(num_layers, int) or num_layers <= 0:
             raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
         self.layers = nn.ModuleList(
-            EncoderBlock(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v)
+            EncoderBlock(
+                d_model,
+                num_heads,
+                d_ff,
+                dropout=dropout,
+                norm_first=norm_first,
+                d_k=d_k,
+                d_v=d_v,
+                num_kv_heads=num_kv_heads,
+            )
             for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else None

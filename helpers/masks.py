@@ -13,14 +13,21 @@ import torch
 __all__ = ["causal_mask", "padding_mask"]
 
 
-def causal_mask(n: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """``(n, n)`` boolean mask where query ``i`` may attend to keys ``j <= i``.
+def causal_mask(n: int, device: torch.device | str | None = None, *, past: int = 0) -> torch.Tensor:
+    """``(n, past + n)`` boolean mask where query ``i`` may attend to keys ``j <= past + i``.
 
-    The lower triangle (diagonal included) is ``True``.
+    With ``past=0`` (the default) it is the square ``(n, n)`` mask of a decoder: the lower
+    triangle, diagonal included. With ``past > 0`` the ``n`` queries are the *last* ``n``
+    positions of a sequence of ``past + n`` (a decoder that keeps the keys of the ``past``
+    positions it has already processed, notebook 11): each sees every earlier position and
+    itself. This is the lower-right alignment; ``F.scaled_dot_product_attention(is_causal=True)``
+    aligns the triangle to the top left instead, which is wrong for such queries.
     """
-    if not isinstance(n, int) or n <= 0:
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise ValueError(f"causal_mask needs a positive integer length n, got {n!r}")
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    if not isinstance(past, int) or isinstance(past, bool) or past < 0:
+        raise ValueError(f"causal_mask needs a non-negative integer number of past positions, got past={past!r}")
+    return torch.ones(n, past + n, dtype=torch.bool, device=device).tril(diagonal=past)
 
 
 def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-from helpers.decoder import Decoder
+from helpers.decoder import Decoder, KVCache
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import causal_mask
 
@@ -79,7 +79,8 @@ class Transformer(nn.Module):
     about 1, like the positional encoding's.
 
     ``norm_first=True`` gives the pre-norm variant (not in the paper), with a final LayerNorm on both stacks.
-    ``d_k`` and ``d_v`` set the per-head widths of every attention (Table 3, rows (B)).
+    ``d_k`` and ``d_v`` set the per-head widths of every attention (Table 3, rows (B)); ``num_kv_heads`` makes every
+    attention grouped-query attention (not in the paper; notebook 11), which shrinks the decoder's cache.
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class Transformer(nn.Module):
         dropout: float = 0.1,
         d_k: int | None = None,
         d_v: int | None = None,
+        num_kv_heads: int | None = None,
         max_len: int = 5000,
         share_embeddings: bool = True,
         norm_first: bool = False,
@@ -122,10 +124,26 @@ class Transformer(nn.Module):
         self.tgt_embedding = self.src_embedding if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
         self.positional = PositionalEncoding(d_model, max_len=max_len, dropout=dropout)  # adds PE, then dropout
         self.encoder = Encoder(
-            num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v
+            num_layers,
+            d_model,
+            num_heads,
+            d_ff,
+            dropout=dropout,
+            norm_first=norm_first,
+            d_k=d_k,
+            d_v=d_v,
+            num_kv_heads=num_kv_heads,
         )
         self.decoder = Decoder(
-            num_layers, d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v
+            num_layers,
+            d_model,
+            num_heads,
+            d_ff,
+            dropout=dropout,
+            norm_first=norm_first,
+            d_k=d_k,
+            d_v=d_v,
+            num_kv_heads=num_kv_heads,
         )
         self.projection = nn.Linear(d_model, tgt_vocab_size, bias=False)  # the pre-softmax linear transformation
         for embedding in [self.src_embedding] + ([] if share_embeddings else [self.tgt_embedding]):
@@ -170,9 +188,12 @@ class Transformer(nn.Module):
 
     # --- the model -----------------------------------------------------------------------------
 
-    def embed(self, ids: torch.Tensor, embedding: nn.Embedding) -> torch.Tensor:
-        """Token ids ``(B, n)`` -> ``embedding(ids) * sqrt(d_model) + PE`` (§3.4, §3.5), then dropout (§5.4)."""
-        return self.positional(embedding(ids) * math.sqrt(self.d_model))  # (B, n) -> (B, n, d_model)
+    def embed(self, ids: torch.Tensor, embedding: nn.Embedding, start: int = 0) -> torch.Tensor:
+        """Token ids ``(B, n)`` -> ``embedding(ids) * sqrt(d_model) + PE`` (§3.4, §3.5), then dropout (§5.4).
+
+        The ids sit at positions ``start, ..., start + n - 1`` (``start > 0`` when decoding with a cache).
+        """
+        return self.positional(embedding(ids) * math.sqrt(self.d_model), start)  # (B, n) -> (B, n, d_model)
 
     def encode(
         self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = True
@@ -191,12 +212,20 @@ class Transformer(nn.Module):
         memory: torch.Tensor,
         src_mask: torch.Tensor | None = None,
         need_weights: bool = True,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor | None], list[torch.Tensor | None]]:
         """``tgt (B, n)`` ids and ``memory (B, m, d_model)`` -> ``(logits (B, n, tgt_vocab_size), self_weights,
         cross_weights)``, the weights one ``(B, h, n, n)`` / ``(B, h, n, m)`` tensor per layer.
 
         Position i's logits predict token i + 1: the decoder's self-attention is causal (built here), so they
         depend on ``tgt[:, : i + 1]`` only. ``src_mask`` is the source's ``(B, 1, m)`` padding mask.
+
+        With ``cache`` (a :class:`helpers.decoder.KVCache`, empty at the first step), ``tgt`` holds only the
+        positions after the ``t = cache.length`` already fed: they are embedded at positions ``t, t + 1, ...``,
+        attend to the cached keys and values and to each other causally (``causal_mask(n, past=t)``, aligned
+        to the lower right), and are added to the cache. The logits are those of the new positions only, and
+        equal the last ``n`` rows of a call without a cache on the whole sequence. The self-attention weights
+        are then ``(B, h, n, t + n)``.
         """
         self._check_ids(tgt, self.tgt_vocab_size, "tgt")
         if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[-1] != self.d_model:
@@ -206,9 +235,22 @@ class Transformer(nn.Module):
             raise ValueError(f"tgt {tuple(tgt.shape)} and memory {tuple(memory.shape)} must have the same batch size B")
         self._check_src_mask(src_mask, tgt.shape[0], memory.shape[1])
         n = tgt.shape[1]
-        self_mask = causal_mask(n, device=tgt.device)  # (n, n): query i sees keys j <= i
+        if cache is None:
+            past = 0
+        elif not isinstance(cache, KVCache):
+            raise ValueError(f"cache must be a helpers.decoder.KVCache or None, got {type(cache).__name__}")
+        else:
+            past = cache.length  # positions already fed
+        # Query i (position past + i) sees keys j <= past + i: the triangle sits at the lower right.
+        # One new position may see every key, so it needs no mask at all.
+        self_mask = None if past > 0 and n == 1 else causal_mask(n, past=past, device=tgt.device)
         out, self_weights, cross_weights = self.decoder(
-            self.embed(tgt, self.tgt_embedding), memory, self_mask, src_mask, need_weights=need_weights
+            self.embed(tgt, self.tgt_embedding, start=past),
+            memory,
+            self_mask,
+            src_mask,
+            need_weights=need_weights,
+            cache=cache,
         )
         return self.projection(out), self_weights, cross_weights  # (B, n, d_model) -> (B, n, tgt_vocab_size)
 

@@ -7,8 +7,9 @@ A maintainer tool, not run by `pytest`. From the repository root, in the activat
     python scripts/mutation_check.py --list        # list the mutants, run nothing
     python scripts/mutation_check.py T02 -k reverse_targets_itself   # does this one test catch T02?
 
-Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py` or
-`tasks.py` (a wrong softmax axis, a flipped mask, a dropped residual, ...). The script copies `helpers/`,
+Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py`,
+`tasks.py`, `efficient.py`, `decoder.py`, `transformer.py` or `decoding.py` (a wrong softmax axis, a flipped
+mask, a dropped residual, a running sum not rescaled, a cache reordered wrongly, ...). The script copies `helpers/`,
 `tests/`, `conftest.py` and `pyproject.toml` into a temporary folder once, then for each mutant writes
 the edited module into that copy, runs only the unit tests of the edited module there
 (`pytest -x -q`, one thread, a fixed Hypothesis seed, `PYTHONPATH` pointing at the copy so that
@@ -41,11 +42,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 TESTS = {
-    "attention.py": ["tests/test_attention.py"],
-    "masks.py": ["tests/test_masks_plotting.py", "tests/test_attention.py"],
-    "encoder.py": ["tests/test_encoder.py"],
+    "attention.py": ["tests/test_attention.py", "tests/test_efficient.py"],
+    "masks.py": ["tests/test_masks_plotting.py", "tests/test_attention.py", "tests/test_efficient.py"],
+    "encoder.py": ["tests/test_encoder.py", "tests/test_efficient.py"],
     "reference.py": ["tests/test_attention.py", "tests/test_encoder.py"],
     "tasks.py": ["tests/test_tasks.py"],
+    "efficient.py": ["tests/test_efficient.py"],
+    "decoder.py": ["tests/test_decoder.py", "tests/test_efficient.py"],
+    "transformer.py": ["tests/test_transformer.py", "tests/test_efficient.py"],
+    "decoding.py": ["tests/test_decoding.py", "tests/test_efficient.py"],
 }
 __doc__ += "".join(f"\n    helpers/{module:<13} {' '.join(tests)}" for module, tests in TESTS.items()) + "\n"
 
@@ -114,8 +119,8 @@ MUTANTS = [
     M(
         "A11",
         "attention.py",
-        "q, k, v = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)",
-        "q, v, k = F.linear(query, weight, bias).split([h * d_k, h * d_k, h * d_v], dim=-1)",
+        "q, k, v = F.linear(query, weight, bias).split([h * d_k, h_kv * d_k, h_kv * d_v], dim=-1)",
+        "q, v, k = F.linear(query, weight, bias).split([h * d_k, h_kv * d_k, h_kv * d_v], dim=-1)",
         "stacked projection split in the wrong order",
     ),
     M(
@@ -128,8 +133,8 @@ MUTANTS = [
     M(
         "A13",
         "attention.py",
-        "self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)",
-        "self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=True)",
+        "self.w_k = nn.Linear(d_model, h_kv * self.d_k, bias=bias)",
+        "self.w_k = nn.Linear(d_model, h_kv * self.d_k, bias=True)",
         "bias=False ignored for W^K",
     ),
     M(
@@ -192,11 +197,11 @@ MUTANTS = [
     M(
         "A22",
         "attention.py",
-        "self.w_k(key), self.w_v(value)",
-        "self.w_k(key), self.w_k(value)",
+        "v = self.w_v(value).view(",
+        "v = self.w_k(value).view(",
         "values projected with W^K",
     ),
-    M("A23", "attention.py", "v = v.view(B, m, h, d_v)", "v = k.view(B, m, h, d_v)", "keys used as values"),
+    M("A23", "attention.py", "v = v.view(B, m, h_kv, d_v)", "v = k.view(B, m, h_kv, d_v)", "keys used as values"),
     M(
         "A24",
         "attention.py",
@@ -214,8 +219,8 @@ MUTANTS = [
     M(
         "A26",
         "attention.py",
-        "check_mask(mask, (B, self.num_heads, n, m))",
-        "check_mask(mask, (B, 1, n, m))",
+        "check_mask(mask, (B, self.num_heads, n, m))\n        else:\n            check_mask(mask, (B, n, m))\n\n    def forward",
+        "check_mask(mask, (B, 1, n, m))\n        else:\n            check_mask(mask, (B, n, m))\n\n    def forward",
         "per-head masks rejected",
     ),
     M(
@@ -226,9 +231,9 @@ MUTANTS = [
         "keys taken in reverse order in the scores",
     ),
     # --- helpers/masks.py -------------------------------------------------------------------
-    M("K01", "masks.py", ".tril()", ".triu()", "causal mask of the future"),
-    M("K02", "masks.py", ".tril()", ".tril(-1)", "causal mask without the diagonal"),
-    M("K03", "masks.py", ".tril()", ".tril(1)", "causal mask showing one future key"),
+    M("K01", "masks.py", ".tril(diagonal=past)", ".triu(diagonal=past)", "causal mask of the future"),
+    M("K02", "masks.py", ".tril(diagonal=past)", ".tril(diagonal=past - 1)", "causal mask without the diagonal"),
+    M("K03", "masks.py", ".tril(diagonal=past)", ".tril(diagonal=past + 1)", "causal mask showing one future key"),
     M("K04", "masks.py", "positions < lengths[:, None]", "positions <= lengths[:, None]", "padding mask < vs <="),
     M("K05", "masks.py", ".unsqueeze(1)  #", ".unsqueeze(-1)  #", "padding mask over queries instead of keys"),
     M(
@@ -282,12 +287,18 @@ MUTANTS = [
         "angle = position * 10000.0 **",
         "frequency multiplied, not divided",
     ),
-    M("E06", "encoder.py", "x + self.pe[:n])", "x + self.pe[1 : n + 1])", "positions start at 1"),
+    M(
+        "E06",
+        "encoder.py",
+        "x + self.pe[start : start + n])",
+        "x + self.pe[start + 1 : start + n + 1])",
+        "positions start at 1",
+    ),
     M(
         "E07",
         "encoder.py",
-        "return self.dropout(x + self.pe[:n])",
-        "return x + self.pe[:n]",
+        "return self.dropout(x + self.pe[start : start + n])",
+        "return x + self.pe[start : start + n]",
         "positional-encoding dropout dropped",
     ),
     M(
@@ -317,8 +328,8 @@ MUTANTS = [
     M(
         "E11",
         "encoder.py",
-        "MultiHeadAttention(d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v)",
-        "MultiHeadAttention(d_model, num_heads, d_k=d_k, d_v=d_v)",
+        "d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads",
+        "d_model, num_heads, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads",
         "attention dropout not passed to the block's attention",
     ),
     M(
@@ -383,8 +394,8 @@ MUTANTS = [
     M(
         "E22",
         "encoder.py",
-        "dropout=dropout, norm_first=norm_first, d_k=d_k, d_v=d_v)",
-        "dropout=dropout, d_k=d_k, d_v=d_v)",
+        "norm_first=norm_first,\n                d_k=d_k,",
+        "d_k=d_k,",
         "norm_first not passed to the stack's blocks",
     ),
     M(
@@ -533,6 +544,119 @@ MUTANTS = [
         "count summed over the other axis",
         equivalent="PAD never equals a real token, so the masked equality matrix is symmetric on real positions, "
         "and padded targets are overwritten with PAD",
+    ),
+    # --- issue 13: grouped-query attention, lower-right causal masks, positions from an offset ----------
+    M(
+        "A28",
+        "attention.py",
+        "k = k.repeat_interleave(h // h_kv, dim=1)  # (B, h_kv, m, d_k) -> (B, h, m, d_k)\n"
+        "            v = v.repeat_interleave(h // h_kv, dim=1)",
+        "k = k.repeat(1, h // h_kv, 1, 1)  # (B, h_kv, m, d_k) -> (B, h, m, d_k)\n"
+        "            v = v.repeat(1, h // h_kv, 1, 1)",
+        "GQA: kv heads tiled (repeat), not each repeated in place (repeat_interleave)",
+    ),
+    M("K09", "masks.py", ".tril(diagonal=past)", ".tril()", "causal mask with past aligned top-left"),
+    M("E27", "encoder.py", "self.pe[start : start + n])  #", "self.pe[:n])  #", "positional encoding ignores start"),
+    # --- helpers/efficient.py ---------------------------------------------------------------
+    M(
+        "F01",
+        "efficient.py",
+        "new_sum = running_sum * rescale + torch.exp(",
+        "new_sum = running_sum + torch.exp(",
+        "online softmax: old sum not rescaled to the new max",
+    ),
+    M(
+        "F02",
+        "efficient.py",
+        "rescale = torch.exp(running_max - shift)  # exp(old_max - new_max)",
+        "rescale = torch.exp(shift - running_max)  # exp(old_max - new_max)",
+        "online softmax: rescaled by exp(new_max - old_max)",
+    ),
+    M(
+        "F03",
+        "efficient.py",
+        "out = out * rescale + weights @",
+        "out = out + weights @",
+        "tiled attention: running output not rescaled",
+    ),
+    M(
+        "F04",
+        "efficient.py",
+        "q = query * (1.0 / math.sqrt(query.shape[-1]))",
+        "q = query",
+        "tiled attention: scores not scaled by 1/sqrt(d_k)",
+    ),
+    M(
+        "F05",
+        "efficient.py",
+        "stop = min(start + block_size, m)",
+        "stop = min(start + block_size - 1, m)",
+        "tiled attention: last key of every block skipped (off by one)",
+    ),
+    M(
+        "F06",
+        "efficient.py",
+        "return running_max.masked_fill(running_max == -math.inf, 0.0)",
+        "return running_max",
+        "no safe shift: -inf - (-inf) = NaN on fully masked rows",
+    ),
+    M(
+        "F07",
+        "efficient.py",
+        "torch.arange(start, stop, device=q.device) > rows",
+        "torch.arange(start, stop, device=q.device) >= rows",
+        "tiled attention: is_causal hides the diagonal",
+    ),
+    M("F08", "efficient.py", "current -= size", "pass", "peak_memory: releases not subtracted (total, not peak)"),
+    # --- the KV cache: helpers/decoder.py, transformer.py, decoding.py -----------------------------------
+    M(
+        "C01",
+        "decoder.py",
+        'k = torch.cat([cache["self_k"], k], dim=-2)',
+        'k = torch.cat([k, cache["self_k"]], dim=-2)',
+        "cache: new keys put before the cached ones (the values after)",
+    ),
+    M(
+        "C02",
+        "decoder.py",
+        'cache["cross_k"], cache["cross_v"] = self.cross_attn.project_kv(memory, memory)',
+        'cache["cross_k"], cache["cross_v"] = self.self_attn.project_kv(memory, memory)',
+        "cache: encoder keys projected with the self-attention's weights",
+    ),
+    M(
+        "C03",
+        "decoder.py",
+        "entry[name] = t.index_select(0, index.to(t.device))",
+        "entry[name] = t[: len(index)]",
+        "cache: reorder keeps the first rows instead of the given ones",
+    ),
+    M(
+        "C04",
+        "transformer.py",
+        "self.embed(tgt, self.tgt_embedding, start=past)",
+        "self.embed(tgt, self.tgt_embedding, start=0)",
+        "cache: new positions embedded from position 0",
+    ),
+    M(
+        "C05",
+        "transformer.py",
+        "else causal_mask(n, past=past, device=tgt.device)",
+        "else causal_mask(past + n, device=tgt.device)[:n]",
+        "cache: causal mask of several new positions aligned top-left",
+    ),
+    M(
+        "C06",
+        "decoding.py",
+        "model.decode(tgt[:, -1:], memory, src_mask, cache=cache)",
+        "model.decode(tgt[:, :1], memory, src_mask, cache=cache)",
+        "cache: <bos> fed at every step instead of the newest token",
+    ),
+    M(
+        "C07",
+        "decoding.py",
+        "parents.append(row + h)",
+        "parents.append(h)",
+        "beam search: parent row counted within the sentence, not the batch",
     ),
 ]
 
