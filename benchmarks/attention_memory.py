@@ -15,7 +15,8 @@ predicted bytes of the scores and weights, 2 * B * h * n^2 * 4. Naive is skipped
 exceed --max-naive-gib. The tiled output is checked against F.sdpa's (max abs difference <= 1e-4, else an error).
 
 Times depend on the machine, its load and the thread count (printed in the header and stored; by default torch's,
-which follows OMP_NUM_THREADS; --threads sets it). Peak memory does not depend on them.
+which follows OMP_NUM_THREADS; --threads sets it). Peak memory does not depend on the load, and that of naive and
+tiled attention not on the thread count either; F.scaled_dot_product_attention's working buffers grow with it.
 
 Run from the repository root:
     OMP_NUM_THREADS=1 python benchmarks/attention_memory.py   # n = 512 ... 8192: about 3 minutes on one core

@@ -213,7 +213,10 @@ class MultiHeadAttention(nn.Module):
                 f"query, key and value must have the same batch size B: "
                 f"query {_shape(query)}, key {_shape(key)}, value {_shape(value)}"
             )
-        B, n, m = query.shape[0], query.shape[1], key.shape[1]
+        self._check_mask(mask, query.shape[0], query.shape[1], key.shape[1])
+
+    def _check_mask(self, mask, B: int, n: int, m: int) -> None:
+        """A mask is the same for every head, ``(B, n, m)``, or given per head, ``(B, h, n, m)``."""
         if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 4:
             check_mask(mask, (B, self.num_heads, n, m))
         else:
@@ -309,11 +312,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"{name} must have shape {want} (B, h_kv, m, width), got {got}")
         if k.shape[2] != v.shape[2]:
             raise ValueError(f"k {_shape(k)} and v {_shape(v)} must have the same number of positions m")
-        n, m = query.shape[1], k.shape[2]
-        if mask is not None and isinstance(mask, torch.Tensor) and mask.dim() == 4:
-            check_mask(mask, (B, self.num_heads, n, m))
-        else:
-            check_mask(mask, (B, n, m))
+        self._check_mask(mask, B, query.shape[1], k.shape[2])
         return self._attend(self.w_q(query), k, v, mask, need_weights)
 
     def _attend(self, q, k, v, mask, need_weights):

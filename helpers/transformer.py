@@ -123,28 +123,9 @@ class Transformer(nn.Module):
         self.src_embedding = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embedding = self.src_embedding if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
         self.positional = PositionalEncoding(d_model, max_len=max_len, dropout=dropout)  # adds PE, then dropout
-        self.encoder = Encoder(
-            num_layers,
-            d_model,
-            num_heads,
-            d_ff,
-            dropout=dropout,
-            norm_first=norm_first,
-            d_k=d_k,
-            d_v=d_v,
-            num_kv_heads=num_kv_heads,
-        )
-        self.decoder = Decoder(
-            num_layers,
-            d_model,
-            num_heads,
-            d_ff,
-            dropout=dropout,
-            norm_first=norm_first,
-            d_k=d_k,
-            d_v=d_v,
-            num_kv_heads=num_kv_heads,
-        )
+        layer = {"dropout": dropout, "norm_first": norm_first, "d_k": d_k, "d_v": d_v, "num_kv_heads": num_kv_heads}
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, **layer)
         self.projection = nn.Linear(d_model, tgt_vocab_size, bias=False)  # the pre-softmax linear transformation
         for embedding in [self.src_embedding] + ([] if share_embeddings else [self.tgt_embedding]):
             nn.init.normal_(embedding.weight, std=d_model**-0.5)
