@@ -18,6 +18,7 @@ into the same architecture with any `max_len`, which notebook 11 uses to decode 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -28,6 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "10_training_and_decoding.ipynb"
 OUT = ROOT / "notebooks" / "data" / "number_words_model.pt"
 
+
+def code_digest(notebook: Path) -> str:
+    """SHA-256 of the notebook's code cells, in order: stored in the file, so a test can tell when notebook 10's
+    code has changed since the weights were saved (then run this script again)."""
+    nb = nbformat.read(notebook, as_version=4)
+    code = "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
 SAVE_CELL = f"""
 config = dict(src_vocab_size=V, tgt_vocab_size=V, d_model=d_model, num_heads=4, num_layers=2, d_ff=128, dropout=0.1)
 assert sum(p.numel() for p in averaged.parameters()) == 170_176
@@ -37,6 +47,7 @@ torch.save(
         "state_dict": averaged.state_dict(),
         "exact_match": avg_exact,
         "made_by": "scripts/save_number_words_model.py: notebook 10, averaged last 5 checkpoints",
+        "notebook_10_code_sha256": {code_digest(NOTEBOOK)!r},
     }},
     {str(OUT)!r},
 )

@@ -112,3 +112,19 @@ def test_diagram_text_is_readable_on_a_projector(path: Path):
     assert body and float(body.group(1)) >= 14, f"{path.name}: body text under 14 px: {root}"
     small = sorted({float(size) for size in re.findall(r'font-size="([0-9.]+)"', svg) if float(size) < 12})
     assert not small, f"{path.name}: text of {small} px is unreadable on a projector"
+
+
+def test_the_saved_model_comes_from_notebook_10_as_it_is_now():
+    """notebooks/data/number_words_model.pt holds the weights notebook 10 trains (notebook 11 decodes them). It
+    records a digest of notebook 10's code; if the code changed since, the weights may be stale."""
+    import torch
+
+    spec = importlib.util.spec_from_file_location("save_model", ROOT / "scripts" / "save_number_words_model.py")
+    save_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(save_model)
+    saved = torch.load(save_model.OUT, weights_only=True)
+    assert saved["notebook_10_code_sha256"] == save_model.code_digest(save_model.NOTEBOOK), (
+        "notebook 10's code changed since notebooks/data/number_words_model.pt was saved: "
+        "run `python scripts/save_number_words_model.py` and re-execute notebook 11"
+    )
+    assert saved["exact_match"] == 1.0 and set(saved["config"]) >= {"d_model", "num_heads", "num_layers", "d_ff"}
