@@ -26,6 +26,8 @@ Every token of the vocabulary is a candidate at every step.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from helpers.decoder import KVCache
@@ -105,9 +107,16 @@ def _next_log_probs(model, tgt, memory, src_mask, cache=None) -> torch.Tensor:
     return log_probs
 
 
-def _check_use_cache(use_cache) -> None:
+def _check_use_cache(model, use_cache) -> None:
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
+    if use_cache:
+        parameters = inspect.signature(model.decode).parameters
+        if "cache" not in parameters and not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            raise ValueError(
+                f"use_cache=True needs model.decode(tgt, memory, src_mask, cache=...); "
+                f"{type(model).__name__}.decode takes no cache"
+            )
 
 
 def greedy_decode(
@@ -128,7 +137,7 @@ def greedy_decode(
     keys and values of the earlier ones); the ids are the same.
     """
     _check(model, src, bos_id, eos_id, max_len, src_mask)
-    _check_use_cache(use_cache)
+    _check_use_cache(model, use_cache)
     was_training = _set_eval(model)
     try:
         with torch.no_grad():
@@ -192,7 +201,7 @@ def beam_search(
     row twice). The ids returned are the same as without the cache.
     """
     _check(model, src, bos_id, eos_id, max_len, src_mask)
-    _check_use_cache(use_cache)
+    _check_use_cache(model, use_cache)
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
     alpha = length_penalty  # the argument shadows the function of that name: use _lp below

@@ -316,6 +316,20 @@ def test_other_bad_input():
     for decode in (greedy_decode, beam_search):
         with pytest.raises(ValueError, match=r"use_cache must be True or False, got 1"):
             decode(model, src, BOS, EOS, 3, use_cache=1)
+
+    class NoCache:  # a model whose decode cannot take a cache: a clear error, not a TypeError deep inside
+        def encode(self, src, src_mask=None):
+            return model.encode(src, src_mask)
+
+        def decode(self, tgt, memory, src_mask=None):
+            return model.decode(tgt, memory, src_mask)
+
+    for decode in (greedy_decode, beam_search):
+        with pytest.raises(
+            ValueError, match=r"use_cache=True needs model.decode\(.*cache=.*NoCache.decode takes no cache"
+        ):
+            decode(NoCache(), src, BOS, EOS, 3, use_cache=True)
+        assert decode(NoCache(), src, BOS, EOS, 3) == decode(model, src, BOS, EOS, 3, use_cache=True)
     memory, _ = model.encode(src)
     with pytest.raises(ValueError, match=r"cache must be a helpers.decoder.KVCache"):
         model.decode(src, memory, cache={})
