@@ -5,13 +5,18 @@ seeded cases, compares it with the reference in ``helpers`` and returns a
 :class:`Verdict`, which a notebook cell displays as a short text.
 
 - The answer and the reference each run on their own fresh copies of a case's
-  inputs, so an answer that changes its inputs in place is judged on what it
-  returns, and cannot change what the reference computes.
+  inputs, so an answer that changes its inputs in place cannot change what the
+  reference computes. After each call the checker compares every input with a
+  saved copy: an answer that changed one in place (``x += ...``, ``steps.pow_(...)``,
+  ``lengths.sort()``, a norm's weight) fails, and the verdict names the argument,
+  since the caller's tensor would change with it.
 - Each case runs under a time limit (:data:`TIME_LIMIT_S` seconds), so an endless
   loop gives a verdict instead of hanging the notebook.
 - Results are compared on the CPU, detached; any floating dtype is accepted when
   the values are right (tolerance ``rtol=1e-4, atol=1e-5``), masks must be
-  boolean and token ids integers. A list returned instead of a tuple is accepted.
+  boolean and token ids integers (of the inputs' own dtype where the exercise
+  says so). A list returned instead of a tuple is accepted. "Close, but outside
+  the tolerance" is said only when the error is small next to the values.
 - When the answer is wrong, the checker also runs deliberately wrong versions of
   the reference (the classic mistakes of attention code); if the reader's answer
   matches one of them on every case, the verdict names that mistake and how to fix
@@ -28,6 +33,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
+import itertools
 import linecache
 import math
 import os
@@ -117,6 +123,9 @@ class _Case:
     # label -> boolean tensor broadcastable to the results: "only <label> differ" when the wrong entries lie inside
     regions: dict[str, torch.Tensor] = field(default_factory=dict)
     error_hints: tuple = ()  # _ErrorHint's that apply to this case only
+    # True where the results span orders of magnitude (learning rates): "close" then means a small error relative
+    # to each entry, not a small absolute one
+    relative: bool = False
 
 
 @dataclass
@@ -154,6 +163,102 @@ def _fresh(x, memo: dict | None = None):
         return x
     memo[id(x)] = result
     return result
+
+
+def _differs(after, before) -> bool:
+    """True when an input (``after``, as the answer left it) is no longer equal to its saved copy ``before``."""
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+            return True
+        after = after.detach()
+        if after.device != before.device:  # .data replaced by a tensor on another device
+            return True
+        same = after == before
+        if before.is_floating_point() or before.is_complex():
+            same |= torch.isnan(after) & torch.isnan(before)
+        return not bool(same.all())
+    if isinstance(before, nn.Module):
+        mine, theirs = after.state_dict(), before.state_dict()
+        return mine.keys() != theirs.keys() or any(_differs(mine[name], theirs[name]) for name in theirs)
+    if isinstance(before, (list, tuple)):
+        return (
+            type(after) is not type(before)
+            or len(after) != len(before)
+            or any(_differs(a, b) for a, b in zip(after, before, strict=True))
+        )
+    if isinstance(before, (bool, int, float, str)):
+        return bool(after != before)
+    return False
+
+
+@dataclass
+class _InPlace:
+    """An input the answer changed in place, on one case: its position and the others that were the same object."""
+
+    case: str
+    index: int
+    aliases: tuple[int, ...]  # the positions that held the very same object in this case (self-attention's x, x, x)
+
+
+def _changed_inputs(case: str, args: tuple, saved: tuple) -> list[_InPlace]:
+    found = []
+    for index, (after, before) in enumerate(zip(args, saved, strict=True)):
+        if isinstance(after, (torch.Tensor, nn.Module, list, tuple)) and _differs(after, before):
+            aliases = tuple(j for j, other in enumerate(args) if other is after and j != index)
+            found.append(_InPlace(case, index, aliases))
+    return found
+
+
+def _argument(names: tuple[str, ...] | None, index: int) -> str:
+    return f"`{names[index]}`" if names and index < len(names) else f"argument {index + 1}"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _in_place_text(
+    changes: list[_InPlace], args_by_case: dict[str, tuple], names, why: str | None
+) -> tuple[str, str, str]:
+    """(what changed, for the message; the same as a mistake key; the diagnosis), from the case that tells the
+    arguments apart best (one where no changed input was passed twice)."""
+    cases = list(dict.fromkeys(change.case for change in changes))
+    unaliased = [c for c in cases if all(not ch.aliases for ch in changes if ch.case == c)]
+    case = (unaliased or cases)[0]
+    args = args_by_case[case]
+    labels, plain, told, reported = [], [], set(), []
+    for change in (ch for ch in changes if ch.case == case):
+        if change.index in told:  # an alias of one already named
+            continue
+        told.update((change.index, *change.aliases))
+        reported.append(change.index)
+        label = _argument(names, change.index)
+        if change.aliases:  # the same object passed twice: which name the answer used cannot be told
+            label += f" (the same tensor as {_and([_argument(names, j) for j in change.aliases])} in this case)"
+        labels.append(label)
+        plain.append(_argument(names, change.index).strip("`"))
+    first = args[reported[0]]
+    name = plain[0] if names else "x"
+    if isinstance(first, nn.Module):
+        default_why = (
+            "its parameters or buffers changed, so every later call of that module changes with them. Call the "
+            f"module, {name}(...), and leave its weights alone."
+        )
+    elif isinstance(first, (list, tuple)):
+        default_why = (
+            f"the caller's list changes with it (as with `{name}.sort()` or `{name}[i] = ...`). Work on a copy: "
+            f"sorted({name}), list({name}) or torch.as_tensor({name})."
+        )
+    else:
+        default_why = (
+            "the caller's tensor changes with it, so whatever uses it after the call (a plot, the next step, "
+            "autograd's saved inputs in training) sees other values. Compute a new tensor instead: "
+            f"`{name} = {name} + ...` rather than `{name} += ...`, `{name}.pow(...)` rather than "
+            f"`{name}.pow_(...)` (a method whose name ends in `_` works in place), and no assignment into "
+            f"`{name}[...]`."
+        )
+    what = _and(labels)
+    return what, f"{_and(plain)} changed in place", f"your function changed {what} in place; {why or default_why}"
 
 
 def _call_in_thread(fn: Callable, args: tuple, limit: float):
@@ -335,22 +440,32 @@ def _wrong_entries(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x.long() != y.long() if _category(y) == "int" else x != y
 
 
-def _same_one(x, y) -> bool:
+def _same_one(x, y, exact_dtype: str | None = None) -> bool:
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.shape != y.shape:
         return False
-    if _category(x) != _category(y):
+    if _category(x) != _category(y) or (exact_dtype and x.dtype != y.dtype):
         return False
     return not bool(_wrong_entries(x, y).any())
 
 
-def _same(a: list, b: list) -> bool:
-    """Results equal in structure, shape, dtype kind and values (NaN equal to NaN)."""
-    return len(a) == len(b) and all(_same_one(x, y) for x, y in zip(a, b, strict=True))
+def _same(a: list, b: list, exact_dtype: str | None = None) -> bool:
+    """Results equal in structure, shape, dtype kind (or dtype, when exact) and values (NaN equal to NaN)."""
+    return len(a) == len(b) and all(_same_one(x, y, exact_dtype) for x, y in zip(a, b, strict=True))
 
 
 def _indices(flags: torch.Tensor) -> str:
+    """'1, 3', '0-122' (a run of 3 or more), '0-3, 7, 9, ...': the first four runs of True entries."""
     found = flags.nonzero().flatten().tolist()
-    return ", ".join(map(str, found[:4])) + (", ..." if len(found) > 4 else "")
+    runs: list[list[int]] = []
+    for index in found:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    parts = []
+    for run in runs:
+        parts.extend([f"{run[0]}-{run[-1]}"] if len(run) >= 3 else map(str, run))
+    return ", ".join(parts[:4]) + (", ..." if len(parts) > 4 else "")
 
 
 def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor]) -> str:
@@ -389,7 +504,20 @@ def _value(t: torch.Tensor, where: tuple) -> str:
     return f"{item:.4f}" if isinstance(item, float) else str(item)
 
 
-def _difference(actual: list, expected: list, names, case: _Case) -> tuple[list[str], set[str]]:
+def _close(x: torch.Tensor, y: torch.Tensor, wrong: torch.Tensor, relative: bool) -> bool:
+    """Whether the wrong entries are only a little off, as rounding or a slightly different constant would make
+    them: within 1% of each entry's own value for a ``relative`` case, otherwise within 0.01 and within 1% of the
+    largest expected value (so a tensor of small values is not "close" to one off by 100%)."""
+    error = (x.double() - y.double()).abs()[wrong]
+    if relative:
+        return bool((error <= 1e-2 * y.double().abs()[wrong]).all())
+    largest = error.max().item()
+    return largest < 1e-2 and largest <= 1e-2 * y.double().abs().max().item()
+
+
+def _difference(
+    actual: list, expected: list, names, case: _Case, exact_dtype: str | None = None
+) -> tuple[list[str], set[str]]:
     """A short account of how ``actual`` differs from ``expected``, and the kinds of difference found."""
     lines, kinds = [], set()
     for index, (x, y) in enumerate(zip(actual, expected, strict=True)):
@@ -424,6 +552,13 @@ def _difference(actual: list, expected: list, names, case: _Case) -> tuple[list[
             else:
                 lines.append(f"{label}: expected a floating-point tensor (like {y.dtype}), got dtype {x.dtype}.")
             continue
+        if exact_dtype and x.dtype != y.dtype:
+            kinds.add("dtype")
+            lines.append(
+                f"{label}: dtype {x.dtype}, expected {y.dtype}, {exact_dtype} (the exercise asks for the same "
+                "dtype); build the result from them (torch.full_like, new_full, torch.cat) so that it keeps their "
+                "dtype, rather than from a new tensor of the default dtype or with a cast."
+            )
         wrong = _wrong_entries(x, y)
         if not wrong.any():
             continue
@@ -452,7 +587,11 @@ def _difference(actual: list, expected: list, names, case: _Case) -> tuple[list[
                 f"{label}: {count}; largest difference {largest:.4g} at index {where} "
                 f"(expected {_value(y, where)}, got {_value(x, where)})"
             )
-            if largest < 1e-2:
+            if case.relative:  # a small absolute difference can be a large relative one (a tiny early rate)
+                relative = (diff / y.double().abs()).nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
+                at = tuple(int(i) for i in torch.unravel_index(relative.argmax(), relative.shape))
+                line += f"; largest relative difference {100 * relative.max().item():.3g}% at index {at}"
+            if _close(x, y, wrong, case.relative):
                 line += f"; close, but outside the tolerance (rtol={RTOL:g}, atol={ATOL:g})"
             if x.dtype != y.dtype:
                 line += f"; your {label} is {x.dtype}, the reference {y.dtype}"
@@ -463,7 +602,9 @@ def _difference(actual: list, expected: list, names, case: _Case) -> tuple[list[
                 f"{label}: {count}; first at index {where} (expected {_value(y, where)}, got {_value(x, where)})"
             )
     if names and len(names) > 1 and lines:
-        bad = [names[i] for i, (x, y) in enumerate(zip(actual, expected, strict=True)) if not _same_one(x, y)]
+        bad = [
+            names[i] for i, (x, y) in enumerate(zip(actual, expected, strict=True)) if not _same_one(x, y, exact_dtype)
+        ]
         good = [name for name in names if name not in bad]
         if good:
             lines.append(f"{' and '.join(good)} match; {' and '.join(bad)} {'does' if len(bad) == 1 else 'do'} not.")
@@ -577,12 +718,18 @@ def _check(
     error_hints: tuple[_ErrorHint, ...] = (),
     codes: set | None = None,
     notes: tuple[str, ...] = (),
+    inputs: tuple[str, ...] | None = None,
+    in_place_why: str | None = None,
+    exact_dtype: str | None = None,
 ) -> Verdict:
     """Run ``answer`` on every case (fresh inputs, time limit), compare it with ``reference`` and diagnose.
 
     ``hint`` is the conceptual hint for a stub; ``recipe`` the code-level one, shown only after a failed attempt
     that no named mistake explains. ``notes`` are appended to a failed verdict (e.g. parameters the checker did
-    not fill)."""
+    not fill). ``names`` name the results, ``inputs`` the arguments (as the exercise's stub does): an argument the
+    answer changed in place fails the answer, by that name, with ``in_place_why`` (what goes wrong, and the fix)
+    after it, or a generic reason. ``exact_dtype`` (e.g. "the dtype of `targets`"): a result must have the
+    reference's dtype, that one, not just its kind (floating, integer, boolean)."""
     if not callable(answer):
         return Verdict(
             exercise,
@@ -593,43 +740,70 @@ def _check(
                 "Pass the function itself, without calling it: e.g. check_attention(my_attention), not my_attention(...)."
             ],
         )
+    changes: list[_InPlace] = []  # the inputs the answer changed in place, case by case
+    args_by_case: dict[str, tuple] = {}
+
+    def told(verdict: Verdict) -> Verdict:
+        """The verdict, failed and with the argument named when the answer changed an input in place."""
+        if not changes or verdict.status == NOT_ATTEMPTED:
+            return verdict
+        what, key, in_place = _in_place_text(changes, args_by_case, inputs, in_place_why)
+        if verdict.passed:
+            message = f"the returned values are right, but {what} changed."
+            return Verdict(exercise, FAILED, message, key, [f"Likely mistake: {in_place}"])
+        verdict.details.append(f"Also: {in_place}")
+        return verdict
+
     codes = _answer_codes(answer) if codes is None else codes
     count = len(names) if names else 1
     answers = []
     for case in cases:
         subject = f'case "{case.name}"'
         hints = (*case.error_hints, *error_hints)
-        actual, verdict = _run(exercise, answer, subject, _fresh(case.args), codes, hint, recipe, hints)
+        args = _fresh(case.args)
+        saved = _fresh(args)  # a second copy: what the inputs were before the call
+        actual, verdict = _run(exercise, answer, subject, args, codes, hint, recipe, hints)
         if verdict is not None:
-            return verdict
+            return told(verdict)
+        found = _changed_inputs(case.name, args, saved)
+        if found:
+            args_by_case[case.name] = args
+            changes.extend(found)
         if actual is None:
-            return Verdict(
-                exercise,
-                FAILED,
-                f'case "{case.name}": your answer returned None.',
-                "no return",
-                ["Did you forget `return`? A function that ends without a return statement gives None."],
+            return told(
+                Verdict(
+                    exercise,
+                    FAILED,
+                    f'case "{case.name}": your answer returned None.',
+                    "no return",
+                    ["Did you forget `return`? A function that ends without a return statement gives None."],
+                )
             )
         values, problem = _normalise(actual, names)
         if problem is not None:
-            return Verdict(
-                exercise, FAILED, f'case "{case.name}" returned the wrong type.', "wrong return type", [problem]
+            return told(
+                Verdict(
+                    exercise, FAILED, f'case "{case.name}" returned the wrong type.', "wrong return type", [problem]
+                )
             )
         answers.append(values)
     try:
-        return _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes)
+        verdict = _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes, exact_dtype)
     except Exception as error:  # a result the comparison cannot handle must not crash the notebook
-        return Verdict(exercise, FAILED, f"could not compare your result ({type(error).__name__}: {_short(error)}).")
+        verdict = Verdict(exercise, FAILED, f"could not compare your result ({type(error).__name__}: {_short(error)}).")
+    return told(verdict)
 
 
-def _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes) -> Verdict:
+def _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes, exact_dtype) -> Verdict:
     expected = [_outputs(reference(*_fresh(case.args)), count) for case in cases]
-    failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i])]
+    failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i], exact_dtype)]
     if not failed:
         return Verdict(exercise, PASSED, f"all {len(cases)} cases passed.")
     first = failed[0]
     message = f'case "{cases[first].name}" failed ({len(failed)} of {len(cases)} cases).'
-    details, kinds = _difference(answers[first], expected[first], names, cases[first])
+    details, kinds = _difference(answers[first], expected[first], names, cases[first], exact_dtype)
+    if kinds == {"dtype"} and all(_same(a, e) for a, e in zip(answers, expected, strict=True)):
+        return Verdict(exercise, FAILED, message, "wrong dtype", details)  # the values are right: the line says it all
     mistake = _match(mistakes, cases, answers, count)
     if mistake is not None:
         return Verdict(
@@ -713,6 +887,13 @@ ATTENTION_MISTAKES = [
         "the weights are divided by sqrt(d_k) after the softmax, so rows no longer sum to 1: divide the scores "
         "before the softmax, softmax(QK^T / sqrt(d_k)).",
     ),
+    _Mistake(
+        "softmax over dim=0",
+        lambda q, k, v: _attention_variant(q, k, v, dim=0),
+        "softmax(dim=0) normalises over the first axis: on unbatched (n, m) scores that is the query axis, and "
+        "with a batch (or heads) in front it mixes different sequences. Each query's weights must sum to 1 over "
+        "the keys, the last axis: dim=-1, right for any number of leading axes.",
+    ),
 ]
 
 
@@ -757,6 +938,7 @@ def check_attention(attention: Callable) -> Verdict:
         "dim=-1); return weights @ value, weights.",
         names=("output", "weights"),
         error_hints=(_TRANSPOSE_1_2_ERROR,),
+        inputs=("query", "key", "value"),
     )
 
 
@@ -843,6 +1025,7 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
         "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths).",
         "(torch.arange(max_len) < torch.as_tensor(lengths)[:, None]).unsqueeze(1): (B, max_len), then (B, 1, max_len).",
         error_hints=(_LIST_ERROR, _LENGTHS_ROW_ERROR),
+        inputs=("lengths", "max_len"),
     )
 
 
@@ -971,6 +1154,7 @@ def check_masked_attention(masked_attention: Callable) -> Verdict:
         "torch.finfo(scores.dtype).min; softmax over dim=-1; then set the weights where ~mask to 0.0.",
         names=("output", "weights"),
         error_hints=(_BOOLEAN_INDEX_ERROR,),
+        inputs=("query", "key", "value", "mask"),
     )
 
 
@@ -1052,6 +1236,7 @@ def check_split_heads(split_heads: Callable) -> Verdict:
         "(§3.2.2). First give the features their own head axis, then move the head axis in front of the "
         "positions, so each head is its own (n, d_k) matrix: (B, h, n, d_k).",
         "x.view(B, n, num_heads, d_k) (or x.unflatten(-1, (num_heads, d_k))), then .transpose(1, 2).",
+        inputs=("x", "num_heads"),
     )
 
 
@@ -1132,6 +1317,7 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
         "`flatten` or `reshape` can do the merge.",
         "x.transpose(1, 2).flatten(2), or x.transpose(1, 2).reshape(B, n, h * d_k): (B, n, h, d_k), then merged. "
         "(`.view` fails after the transpose, which is not contiguous.)",
+        inputs=("x",),
     )
 
 
@@ -1334,7 +1520,16 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     ]
     with torch.no_grad():
         return _check(
-            exercise, answer, reference, cases, mistakes, hint, recipe, names=("output", "weights"), notes=tuple(notes)
+            exercise,
+            answer,
+            reference,
+            cases,
+            mistakes,
+            hint,
+            recipe,
+            names=("output", "weights"),
+            notes=tuple(notes),
+            inputs=("query", "key", "value"),
         )
 
 
@@ -1374,16 +1569,17 @@ def check_causal_mask(make_causal_mask: Callable) -> Verdict:
         "triangle of an (n, n) boolean matrix is that, and is the diagonal in it?",
         "torch.ones(n, n, dtype=torch.bool).tril() (tril keeps the lower triangle, diagonal included), or "
         "torch.arange(n)[:, None] >= torch.arange(n).",
+        inputs=("n",),
     )
 
 
 # --- notebook 05: positional encoding --------------------------------------------------------
 
 
-def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=False, start=0):
+def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=0, start=0):
     position = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
-    if per_dimension:  # every dimension j its own exponent j / d_model
-        angle = position / 10000.0 ** (torch.arange(d_model, dtype=torch.float64) / d_model)
+    if per_dimension:  # every dimension j its own exponent j / d_model (or 2j / d_model, per_dimension=2)
+        angle = position / 10000.0 ** (per_dimension * torch.arange(d_model, dtype=torch.float64) / d_model)
         pe = torch.empty(max_len, d_model, dtype=torch.float64)
         pe[:, 0::2], pe[:, 1::2] = torch.sin(angle[:, 0::2]), torch.cos(angle[:, 1::2])
         return pe.float()
@@ -1414,10 +1610,17 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
         ),
         _Mistake(
             "exponent per dimension",
-            lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=True),
+            lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=1),
             "each dimension j got its own exponent j / d_model, so the cosine in dimension 2i + 1 has a different "
             "frequency from the sine in 2i. The pair shares one frequency, 1 / 10000^(2i / d_model): use the even "
             "index 2i for both.",
+        ),
+        _Mistake(
+            "2 counted twice",
+            lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=2),
+            "the exponent is 2j / d_model with j the column index, so the 2 is counted twice: in the paper's "
+            "2i / d_model, 2i already is the (even) column index. Column 2i and column 2i + 1 share the frequency "
+            "1 / 10000^(2i / d_model): with j the column, that is j - j % 2, not 2j.",
         ),
         _Mistake(
             "positions start at 1",
@@ -1443,6 +1646,7 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
         "one holds the sine of position × frequency, the odd one the cosine. Positions are 0 .. max_len - 1.",
         "angle = pos / 10000 ** (two_i / d_model) with pos = torch.arange(max_len)[:, None] and two_i = "
         "torch.arange(0, d_model, 2); pe[:, 0::2] = torch.sin(angle); pe[:, 1::2] = torch.cos(angle).",
+        inputs=("max_len", "d_model"),
     )
 
 
@@ -1618,7 +1822,16 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
         )
         recipe = "x = norm1(x + attention(x, mask)); return norm2(x + feed_forward(x))."
     with torch.no_grad():
-        return _check(name, encoder_block, reference, cases, _block_mistakes(norm_first, reference), hint, recipe)
+        return _check(
+            name,
+            encoder_block,
+            reference,
+            cases,
+            _block_mistakes(norm_first, reference),
+            hint,
+            recipe,
+            inputs=("x", "mask", "attention", "feed_forward", "norm1", "norm2"),
+        )
 
 
 # --- notebook 07: task targets ---------------------------------------------------------------
@@ -1638,6 +1851,13 @@ OFF_BY_ONE_REVERSE = (
     "not len - i or len - 2 - i."
 )
 
+_NEGATIVE_INDEX = re.compile(r"index -\d+ is out of bounds|id=-\d+")
+
+
+def _out_of_row(error: BaseException) -> bool:
+    text = str(error)
+    return isinstance(error, IndexError) or "out of bounds" in text or "out of range" in text
+
 
 def check_reverse_targets(reverse_targets: Callable) -> Verdict:
     """Exercise 07.1: ``reverse_targets(tokens (B, n), lengths (B,)) -> targets (B, n)``.
@@ -1650,9 +1870,32 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
     padded_positions = torch.arange(6) >= lengths[:, None]
     padded = tokens.masked_fill(padded_positions, 0)
     regions = {"the padded positions": padded_positions, "the real positions (not the padding)": ~padded_positions}
+    off_by_one = _ErrorHint(
+        "off by one", _out_of_row, "an index ran past the end of a row, an off-by-one: " + OFF_BY_ONE_REVERSE
+    )
+    # The first case has no padding, so len - 1 - i stays in 0 .. n - 1 there: an answer that gets through it and
+    # then reads index -1 on the padded case has the right formula, and only the padded positions are out of range.
+    negative_at_the_padding = _ErrorHint(
+        "negative indices at the padding",
+        lambda error: _out_of_row(error) and bool(_NEGATIVE_INDEX.search(str(error))),
+        "not an off-by-one: len - 1 - i is right at the real positions, but at the padded ones (i >= len) it is "
+        "below 0, and gather accepts no negative index (plain indexing, tokens[b, -1], would wrap it round to the "
+        "end of the row instead). Clamp the indices into the row before gather, (lengths[:, None] - 1 - "
+        "i).clamp(min=0), since the padded positions are overwritten with PAD afterwards anyway; or gather only "
+        "the real positions.",
+    )
     cases = [
-        _Case("4 sequences of length 6", (torch.randint(1, 9, (4, 6), generator=g), torch.full((4,), 6))),
-        _Case("lengths [6, 4, 1, 3], right-padded with 0", (padded, lengths), regions),
+        _Case(
+            "4 sequences of length 6",
+            (torch.randint(1, 9, (4, 6), generator=g), torch.full((4,), 6)),
+            error_hints=(off_by_one,),
+        ),
+        _Case(
+            "lengths [6, 4, 1, 3], right-padded with 0",
+            (padded, lengths),
+            regions,
+            error_hints=(negative_at_the_padding, off_by_one),
+        ),
     ]
     mistakes = [
         _Mistake(
@@ -1676,11 +1919,6 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
             for s in (1, -1)
         ),
     ]
-    out_of_range = _ErrorHint(
-        "off by one",
-        lambda error: isinstance(error, IndexError) or "out of bounds" in str(error) or "out of range" in str(error),
-        "an index ran past the end of a row, an off-by-one: " + OFF_BY_ONE_REVERSE,
-    )
     return _check(
         "Exercise 07.1 reverse targets",
         reverse_targets,
@@ -1692,7 +1930,7 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
         "padded positions with PAD.",
         "source = (lengths[:, None] - 1 - torch.arange(n)).clamp(min=0); targets = tokens.gather(1, source); then "
         "targets.masked_fill(torch.arange(n) >= lengths[:, None], PAD).",
-        error_hints=(out_of_range,),
+        inputs=("tokens", "lengths"),
     )
 
 
@@ -1703,6 +1941,10 @@ def _shift_variant(targets, bos_id, *, how="right"):
     bos = torch.full_like(targets[:, :1], bos_id)
     if how == "left":
         return torch.cat([targets[:, 1:], torch.zeros_like(bos)], dim=1)
+    if how == "left, bos last":
+        return torch.cat([targets[:, 1:], bos], dim=1)
+    if how == "rolled left, bos first":  # torch.roll(targets, -1), then bos_id written into position 0
+        return torch.cat([bos, targets.roll(-1, dims=1)[:, 1:]], dim=1)
     if how == "roll":
         return targets.roll(1, dims=1)
     if how == "overwrite":
@@ -1720,23 +1962,27 @@ def _shift_variant(targets, bos_id, *, how="right"):
     return torch.cat([bos, targets[:, :-1]], dim=1)
 
 
-def check_shift_right(shift_right: Callable) -> Verdict:
-    """Exercise 09.1: ``shift_right(targets (B, n), bos_id) -> decoder input (B, n)`` (§3.1, teacher forcing)."""
-    from helpers.transformer import shift_right as reference
-
+def _shift_cases() -> list[_Case]:
     g = _generator(13)
     full = torch.cat([torch.randint(5, 20, (2, 4), generator=g), torch.full((2, 1), 2)], dim=1)  # ... <eos>=2
     padded = torch.tensor([[7, 8, 9, 2, 0, 0], [11, 12, 13, 14, 15, 2], [6, 2, 0, 0, 0, 0]])
-    cases = [
+    return [
         _Case("B=2, n=5, bos_id=1", (full, 1)),
         _Case("B=3, n=6, right-padded with 0, bos_id=3", (padded, 3)),
     ]
-    mistakes = [
-        _Mistake(
-            "shifted left",
-            lambda t, b: _shift_variant(t, b, how="left"),
-            "the targets are shifted left (targets[:, 1:]): position i then holds the token it must predict, "
-            "i + 1 steps ahead of what it may know. Shift right: <bos> first, then targets[:, :-1].",
+
+
+_SHIFTED_LEFT = (
+    "the targets are shifted left (targets[:, 1:]): position i then holds the token it must predict, "
+    "i + 1 steps ahead of what it may know. Shift right: <bos> first, then targets[:, :-1]."
+)
+
+
+def _shift_mistakes() -> list[_Mistake]:
+    return [
+        *(
+            _Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
+            for how in ("left", "left, bos last", "rolled left, bos first")
         ),
         _Mistake(
             "rolled",
@@ -1779,42 +2025,28 @@ def check_shift_right(shift_right: Callable) -> Verdict:
             "dropped; the <eos> of a shorter sequence stays in the input.",
         ),
     ]
-    changed = []  # set when the answer changed its targets in place
 
-    def watched(targets, bos_id):
-        before = targets.clone() if isinstance(targets, torch.Tensor) else None
-        result = shift_right(targets, bos_id)
-        if before is not None and not (before.shape == targets.shape and torch.equal(before, targets)):
-            changed.append(True)
-        return result
 
-    verdict = _check(
+def check_shift_right(shift_right: Callable) -> Verdict:
+    """Exercise 09.1: ``shift_right(targets (B, n), bos_id) -> decoder input (B, n)`` (§3.1, teacher forcing).
+
+    The result must have the targets' dtype, and the targets must come back unchanged."""
+    from helpers.transformer import shift_right as reference
+
+    return _check(
         "Exercise 09.1 shift right",
-        watched if callable(shift_right) else shift_right,
+        shift_right,
         reference,
-        cases,
-        mistakes,
+        _shift_cases(),
+        _shift_mistakes(),
         "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
         "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
         "into position 0, and which target position no longer fits?",
         "bos = torch.full_like(targets[:, :1], bos_id); return torch.cat([bos, targets[:, :-1]], dim=1).",
-        codes=_answer_codes(shift_right),
+        inputs=("targets", "bos_id"),
+        in_place_why="the loss would then compare predictions with shifted tokens. Build a new tensor (e.g. torch.cat).",
+        exact_dtype="the dtype of `targets`",
     )
-    if changed and verdict.status != NOT_ATTEMPTED:
-        in_place = (
-            "your function changed `targets` in place; the loss would then compare predictions with shifted tokens. "
-            "Build a new tensor (e.g. torch.cat)."
-        )
-        if verdict.passed:
-            return Verdict(
-                verdict.exercise,
-                FAILED,
-                "the returned values are right, but the targets changed.",
-                "targets changed in place",
-                [f"Likely mistake: {in_place}"],
-            )
-        verdict.details.append(f"Also: {in_place}")
-    return verdict
 
 
 def _decoder_block_variant(
@@ -1837,12 +2069,15 @@ def _decoder_block_variant(
     residual=True,
     inverted=(False, False),
     last_norm=True,
+    transposed=False,
 ):
     """The post-norm decoder layer (§3.1), or one classic mistake of it.
 
     ``residual``: True (LayerNorm(x + Sublayer(x))), False (none), "after" (LayerNorm(Sublayer(x)) + x) or
-    "input" (every residual taken from the block's input); ``inverted``: masks in PyTorch's True = ignore."""
+    "input" (every residual taken from the block's input); ``inverted``: masks in PyTorch's True = ignore;
+    ``transposed``: the causal mask's transpose (the future visible, the past hidden)."""
     norm = [(n1, n2, n3)[i] for i in norms]
+    self_mask = self_mask.transpose(-2, -1) if transposed else self_mask
     s_mask = (~self_mask if inverted[0] else self_mask) if masks[0] else None
     m_mask = (~memory_mask if inverted[1] else memory_mask) if masks[1] else None
     first = x
@@ -1883,13 +2118,9 @@ def _shape_text(*dims) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ")"
 
 
-def check_decoder_block(decoder_block: Callable) -> Verdict:
-    """Exercise 09.2: the paper's post-norm decoder layer (§3.1) from its parts.
-
-    ``decoder_block(x, memory, self_mask, memory_mask, self_attention, cross_attention, feed_forward, norm1, norm2,
-    norm3) -> (B, n, d_model)`` with ``self_attention(x, mask)`` and ``cross_attention(queries, keys_and_values,
-    mask)`` returning multi-head attention's output (from a ``DecoderBlock`` in ``eval()`` mode).
-    """
+def _decoder_cases() -> list[_Case]:
+    """Two cases, each with the parts of one ``DecoderBlock(16, 4, 32)`` in ``eval()`` mode, its three LayerNorms
+    given distinct random gains and biases (so that swapping two shows)."""
     from helpers.decoder import DecoderBlock
 
     with torch.random.fork_rng():  # leave the reader's random state alone
@@ -1943,6 +2174,24 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
                 error_hints=(queries_from_memory, masks_swapped),
             )
         )
+    return cases
+
+
+_SUB_LAYERS = ("self-attention", "cross-attention", "feed-forward network")
+
+
+def _norms_diagnosis(norms: tuple[int, ...]) -> str:
+    """The words for a decoder block whose sub-layer i is normalised by norm ``norms[i] + 1``."""
+    wrong = [f"norm{j + 1} after the {_SUB_LAYERS[i]}" for i, j in enumerate(norms) if j != i]
+    twice = [f"norm{j + 1}" for j in sorted(set(norms)) if norms.count(j) > 1]
+    used = f" ({_and(twice)} used more than once: each has its own gain and bias)" if twice else ""
+    return (
+        f"the LayerNorms are mixed up: yours has {_and(wrong)}{used}. norm1 goes with the self-attention, norm2 "
+        "with the cross-attention, norm3 with the feed-forward network."
+    )
+
+
+def _decoder_mistakes() -> list[_Mistake]:
     v = _decoder_block_variant
     mistakes = [
         _Mistake(
@@ -1968,6 +2217,19 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
             lambda *a: v(*a, masks=(True, False)),
             "memory_mask is not passed to the cross-attention, so padded source tokens receive attention: "
             "cross_attention(x, memory, memory_mask).",
+        ),
+        _Mistake(
+            "both masks ignored",
+            lambda *a: v(*a, masks=(False, False)),
+            "neither mask is passed on: every target position sees the tokens after it, and padded source tokens "
+            "receive attention. self_attention(x, self_mask), then cross_attention(x, memory, memory_mask).",
+        ),
+        _Mistake(
+            "causal mask transposed",
+            lambda *a: v(*a, transposed=True),
+            "the causal mask is transposed (self_mask.T, or triu in place of tril): each target position sees the "
+            "positions after it and none before. Pass self_mask as it is: row i, a query, may attend to the keys "
+            "j <= i, the lower triangle.",
         ),
         _Mistake(
             "cross-attention reads the block's input",
@@ -2007,28 +2269,46 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
             "every residual adds the block's input x; each sub-layer must add back its own input, the output of "
             "the sub-layer before it: x = norm1(x + ...), then x = norm2(x + ...) with the new x, and so on.",
         ),
-        *(
-            _Mistake(
-                "norms swapped",
-                lambda *a, norms=norms: v(*a, norms=norms),
-                "the LayerNorms are mixed up: norm1 goes with the self-attention, norm2 with the cross-attention, "
-                "norm3 with the feed-forward network.",
-            )
-            for norms in ((0, 2, 1), (1, 0, 2), (2, 1, 0), (0, 0, 0), (0, 1, 1))
+        *(  # every other assignment of the three norms to the three sub-layers, a norm used twice included
+            _Mistake("norms swapped", lambda *a, norms=norms: v(*a, norms=norms), _norms_diagnosis(norms))
+            for norms in itertools.product(range(3), repeat=3)
+            if norms != (0, 1, 2)
         ),
     ]
+    return mistakes
+
+
+def check_decoder_block(decoder_block: Callable) -> Verdict:
+    """Exercise 09.2: the paper's post-norm decoder layer (§3.1) from its parts.
+
+    ``decoder_block(x, memory, self_mask, memory_mask, self_attention, cross_attention, feed_forward, norm1, norm2,
+    norm3) -> (B, n, d_model)`` with ``self_attention(x, mask)`` and ``cross_attention(queries, keys_and_values,
+    mask)`` returning multi-head attention's output (from a ``DecoderBlock`` in ``eval()`` mode).
+    """
     with torch.no_grad():
         return _check(
             "Exercise 09.2 decoder block",
             decoder_block,
             _decoder_block_variant,
-            cases,
-            mistakes,
+            _decoder_cases(),
+            _decoder_mistakes(),
             "§3.1: three sub-layers, each wrapped as LayerNorm(x + Sublayer(x)): masked self-attention over x "
             "(with self_mask) and norm1; then cross-attention with queries from the decoder and keys and values "
             "from memory (with memory_mask) and norm2; then the feed-forward network and norm3.",
             "x = norm1(x + self_attention(x, self_mask)); x = norm2(x + cross_attention(x, memory, memory_mask)); "
             "return norm3(x + feed_forward(x)).",
+            inputs=(
+                "x",
+                "memory",
+                "self_mask",
+                "memory_mask",
+                "self_attention",
+                "cross_attention",
+                "feed_forward",
+                "norm1",
+                "norm2",
+                "norm3",
+            ),
         )
 
 
@@ -2049,6 +2329,8 @@ def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
         return d_model**-0.5 * steps**-0.5
     if how == "from 0":
         return _rate_variant(steps - 1, d_model, warmup_steps).nan_to_num(posinf=0.0)
+    if how == "one ahead":
+        return _rate_variant(steps + 1, d_model, warmup_steps)
     return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
 
 
@@ -2063,18 +2345,25 @@ def _in_peak_units(rate: Callable) -> Callable:
     return scaled
 
 
-def check_rate(rate: Callable) -> Verdict:
-    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
-
-    Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
-    relative (about 1e-4) at every step, late small rates included."""
-    cases = [
+def _rate_cases() -> list[_Case]:
+    """Rates span more than three orders of magnitude: the cases are ``relative`` ("close" means within 1% of
+    each rate)."""
+    return [
         _Case(
             "steps 1..30000, d_model=512, warmup_steps=4000",
             (torch.arange(1, 30001, 37, dtype=torch.float64), 512, 4000),
+            relative=True,
         ),
-        _Case("steps 1..600, d_model=16, warmup_steps=50", (torch.arange(1, 601, dtype=torch.float64), 16, 50)),
+        _Case(
+            "steps 1..600, d_model=16, warmup_steps=50",
+            (torch.arange(1, 601, dtype=torch.float64), 16, 50),
+            relative=True,
+        ),
     ]
+
+
+def _rate_mistakes() -> list[_Mistake]:
+    """The classic mistakes of Eq. 3, in units of the peak rate (as the checker compares)."""
     mistakes = [
         _Mistake(
             "max for min",
@@ -2111,20 +2400,38 @@ def check_rate(rate: Callable) -> Verdict:
             "the steps are shifted by one: the steps you are given count from 1 already (LambdaLR's shift is "
             "outside this function).",
         ),
+        _Mistake(
+            "steps + 1",
+            lambda s, d, w: _rate_variant(s, d, w, how="one ahead"),
+            "the steps are shifted by one, one step ahead: step 1 gets the rate of step 2, twice too large, and the "
+            "peak comes at step warmup_steps - 1. The steps you are given are already the step numbers, counting "
+            "from 1 (LambdaLR's shift from 0 is outside this function): use them as they are.",
+        ),
     ]
-    mistakes = [_Mistake(m.key, _in_peak_units(m.wrong), m.diagnosis) for m in mistakes]
+    return [_Mistake(m.key, _in_peak_units(m.wrong), m.diagnosis) for m in mistakes]
+
+
+def check_rate(rate: Callable) -> Verdict:
+    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
+
+    Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
+    relative (about 1e-4) at every step, late small rates included."""
     return _check(
         "Exercise 10.1 the learning rate of Eq. 3",
         _in_peak_units(rate) if callable(rate) else rate,
         _in_peak_units(_rate_variant),
-        cases,
-        mistakes,
+        _rate_cases(),
+        _rate_mistakes(),
         "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
         "square root that decays after it, both scaled by one factor that depends on the model's width.",
         "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
         "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
         codes=_answer_codes(rate) if callable(rate) else set(),
-        notes=("The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2.",),
+        notes=(
+            "The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2; index i is "
+            "step 1 + 37 i in the first case (every 37th step) and step i + 1 in the second.",
+        ),
+        inputs=("steps", "d_model", "warmup_steps"),
     )
 
 
@@ -2140,22 +2447,26 @@ def _score_variant(sum_log_p, lengths, alpha, *, how="right"):
         return sum_log_p / ((5 + lengths) / 6)
     if how == "mean":
         return sum_log_p / lengths
+    if how == "precedence":  # (5 + |Y|) / 6 ** alpha: the power binds tighter than the division
+        return sum_log_p / ((5 + lengths) / 6**alpha)
     if how == "length^alpha":
         return sum_log_p / lengths**alpha
     return sum_log_p / ((5 + lengths) / 6) ** alpha
 
 
-def check_length_penalty(score: Callable) -> Verdict:
-    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
+def _score_cases() -> list[_Case]:
     g = _generator(14)
     lengths = torch.tensor([1, 2, 3, 5, 8, 13])
-    cases = [
+    return [
         _Case("6 hypotheses, alpha=0.6", (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths, 0.6)),
         _Case(
             "6 hypotheses, alpha=1.5",
             (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths.flip(0), 1.5),
         ),
     ]
+
+
+def _score_mistakes() -> list[_Mistake]:
     mistakes = [
         _Mistake(
             "no penalty",
@@ -2189,17 +2500,29 @@ def check_length_penalty(score: Callable) -> Verdict:
             lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
             "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
         ),
+        _Mistake(
+            "precedence",
+            lambda s, n, a: _score_variant(s, n, a, how="precedence"),
+            "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
+            "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
+        ),
     ]
+    return mistakes
+
+
+def check_length_penalty(score: Callable) -> Verdict:
+    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
     return _check(
         "Exercise 10.2 the length penalty",
         score,
         _score_variant,
-        cases,
-        mistakes,
+        _score_cases(),
+        _score_mistakes(),
         "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
         "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
         "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
         "and where alpha goes in GNMT's formula.",
+        inputs=("sum_log_p", "lengths", "alpha"),
     )
 
 
@@ -2424,6 +2747,7 @@ def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
         "broadcasts over the block); where the new max is -inf, subtract 0 instead (torch.where or masked_fill).",
         names=("new_max", "new_sum"),
         codes=_answer_codes(fn) if callable(fn) else set(),
+        inputs=("running_max", "running_sum", "block", "block_size"),
     )
 
 
@@ -2439,22 +2763,35 @@ def _cached_variant(
     order="append",
     caches="new",
     scale=None,
+    empty_rows="uniform",
 ):
     """Exercise 11.2's cached attention, or one classic mistake of it.
 
-    ``mask``: "lower right" (query i sees keys j <= t + i), "top left" (j <= i, like is_causal=True) or None;
+    ``mask``: "lower right" (query i sees keys j <= t + i), "top left" (j <= i, like is_causal=True), "own key
+    excluded" (j < t + i), "inverted" (the lower-right mask's complement, nn.MultiheadAttention's convention) or None;
     ``attend_new``: the new keys take part in the attention; ``order``: new positions "append"ed or "prepend"ed;
-    ``caches``: the "new" (extended) or the "old" caches returned; ``scale``: a function of (d_k, d_v)."""
+    ``caches``: the "new" (extended) or the "old" caches returned; ``scale``: a function of (d_k, d_v);
+    ``empty_rows``: a query the mask leaves no key gets "uniform" weights (scores filled with finfo.min) or a "zero"
+    output (as F.scaled_dot_product_attention gives on the CPU)."""
     n, t = q_new.shape[-2], cache_k.shape[-2]
     keys = torch.cat([cache_k, k_new] if order == "append" else [k_new, cache_k], dim=-2)
     values = torch.cat([cache_v, v_new] if order == "append" else [v_new, cache_v], dim=-2)
     k, v = (keys, values) if attend_new else (cache_k, cache_v)
     d_k, d_v = q_new.shape[-1], v_new.shape[-1]
     scores = q_new @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale(d_k, d_v))
+    has_key = torch.ones(n, 1, dtype=torch.bool)
     if mask is not None and attend_new:
-        allowed = causal_mask(n, past=t) if mask == "lower right" else torch.ones(n, t + n, dtype=torch.bool).tril()
+        allowed = {
+            "lower right": lambda: causal_mask(n, past=t),
+            "top left": lambda: torch.ones(n, t + n, dtype=torch.bool).tril(),
+            "own key excluded": lambda: torch.ones(n, t + n, dtype=torch.bool).tril(t - 1),
+            "inverted": lambda: ~causal_mask(n, past=t),
+        }[mask]()
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        has_key = allowed.any(-1, keepdim=True)
     out = torch.softmax(scores, dim=-1) @ v
+    if empty_rows == "zero":
+        out = out.masked_fill(~has_key, 0.0)
     return (out, keys, values) if caches == "new" else (out, cache_k, cache_v)
 
 
@@ -2544,6 +2881,26 @@ def _cached_mistakes() -> list[_Mistake]:
             lambda *a: v(*a, mask="top left" if a[0].shape[-2] > 1 else None),
             _TOP_LEFT,
         ),
+        *(
+            _Mistake(
+                "own key excluded",
+                lambda *a, empty=empty: v(*a, mask="own key excluded", empty_rows=empty),
+                "each new query is kept from its own key: query i may attend to the t cached keys and the new ones "
+                "up to and including its own position, keys j <= t + i (causal_mask(n_new, past=t)), not only "
+                "j < t + i.",
+            )
+            for empty in ("uniform", "zero")
+        ),
+        *(
+            _Mistake(
+                "causal mask inverted",
+                lambda *a, empty=empty: v(*a, mask="inverted", empty_rows=empty),
+                "the mask is inverted, True where a key is hidden (nn.MultiheadAttention's attn_mask convention): "
+                "the series' masks, and a boolean attn_mask of F.scaled_dot_product_attention, mean True = may "
+                "attend. Pass causal_mask(n_new, past=t) as it is.",
+            )
+            for empty in ("uniform", "zero")
+        ),
         _Mistake(
             "no causal mask",
             lambda *a: v(*a, mask=None),
@@ -2597,12 +2954,14 @@ def check_cached_attention(cached_attention: Callable) -> Verdict:
         "(query i sees keys j <= t + i), as scaled_dot_product_attention(q_new, keys, values, mask) does.",
         names=("output", "cache_k", "cache_v"),
         error_hints=(_CAT_AXIS_ERROR, _STACK_ERROR),
+        inputs=("q_new", "k_new", "v_new", "cache_k", "cache_v"),
     )
 
 
-def _grouped_variant(q, k, v, *, how="right", scale=None):
+def _grouped_variant(q, k, v, *, how="right", scale=None, dim=-1):
     """Exercise 11.3's grouped-query attention, or one classic mistake of it (``how`` the key/value heads are
-    given to the query heads: "right" (repeat_interleave), "tiled" (.repeat), "first" (head 0 only) or "mean")."""
+    given to the query heads: "right" (repeat_interleave), "tiled" (.repeat), "first" (head 0 only) or "mean";
+    ``dim``: the softmax's axis)."""
     group = q.shape[1] // k.shape[1]
     if how == "tiled":
         k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)
@@ -2614,7 +2973,7 @@ def _grouped_variant(q, k, v, *, how="right", scale=None):
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     d_k, d_v = q.shape[-1], v.shape[-1]
     scores = q @ k.transpose(-2, -1) / (math.sqrt(d_k) if scale is None else scale(d_k, d_v))
-    return torch.softmax(scores, dim=-1) @ v
+    return torch.softmax(scores, dim=dim) @ v
 
 
 def _grouped_reference(q, k, v):
@@ -2660,50 +3019,61 @@ def _grouped_cases() -> list[_Case]:
     return cases
 
 
+def _grouped_mistakes() -> list[_Mistake]:
+    v = _grouped_variant
+    return [
+        _Mistake(
+            "key/value heads tiled",
+            lambda *a: v(*a, how="tiled"),
+            "the key/value heads are tiled (as .repeat does), so query head i uses key/value head i % h_kv: with "
+            "h=8 and h_kv=2, query heads 0, 2, 4, 6 share key/value head 0 and 1, 3, 5, 7 share head 1. The "
+            "groups are consecutive: query heads 0-3 use key/value head 0 and 4-7 head 1, i // (h // h_kv) "
+            "(each key/value head repeated next to itself, as repeat_interleave does).",
+        ),
+        _Mistake(
+            "only the first key/value head",
+            lambda *a: v(*a, how="first"),
+            "every query head uses key/value head 0: query head i uses key/value head i // (h // h_kv), so "
+            "each key/value head serves its own group of h // h_kv consecutive query heads.",
+        ),
+        _Mistake(
+            "key/value heads averaged",
+            lambda *a: v(*a, how="mean"),
+            "the key/value heads are averaged into one: they are not mixed, each serves its own group of "
+            "h // h_kv consecutive query heads (query head i uses key/value head i // (h // h_kv)).",
+        ),
+        _Mistake(
+            "scaled by sqrt(d_v)",
+            lambda *a: v(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
+            "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
+        ),
+        _Mistake("no scaling", lambda *a: v(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+        _Mistake(
+            "softmax over queries",
+            lambda *a: v(*a, dim=-2),
+            "the softmax runs over the query axis (dim=-2): each query's weights must be positive and sum to 1 "
+            "over the keys, the last axis of the (n, m) scores: softmax(dim=-1).",
+        ),
+    ]
+
+
 def check_grouped_attention(grouped_attention: Callable) -> Verdict:
     """Exercise 11.3: ``grouped_attention(q (B, h, n, d_k), k (B, h_kv, m, d_k), v (B, h_kv, m, d_v)) -> (B, h, n, d_v)``.
 
     Grouped-query attention (Ainslie et al., 2023; h_kv = 1 is multi-query attention, Shazeer, 2019): query head
     ``i`` uses key/value head ``i // (h // h_kv)``, Eq. 1 without a mask, as
     ``F.scaled_dot_product_attention(q, k, v, enable_gqa=True)``."""
-    v = _grouped_variant
     return _check(
         "Exercise 11.3 grouped-query attention",
         grouped_attention,
         _grouped_reference,
         _grouped_cases(),
-        [
-            _Mistake(
-                "key/value heads tiled",
-                lambda *a: v(*a, how="tiled"),
-                "the key/value heads are tiled (as .repeat does), so query head i uses key/value head i % h_kv: with "
-                "h=8 and h_kv=2, query heads 0, 2, 4, 6 share key/value head 0 and 1, 3, 5, 7 share head 1. The "
-                "groups are consecutive: query heads 0-3 use key/value head 0 and 4-7 head 1, i // (h // h_kv) "
-                "(each key/value head repeated next to itself, as repeat_interleave does).",
-            ),
-            _Mistake(
-                "only the first key/value head",
-                lambda *a: v(*a, how="first"),
-                "every query head uses key/value head 0: query head i uses key/value head i // (h // h_kv), so "
-                "each key/value head serves its own group of h // h_kv consecutive query heads.",
-            ),
-            _Mistake(
-                "key/value heads averaged",
-                lambda *a: v(*a, how="mean"),
-                "the key/value heads are averaged into one: they are not mixed, each serves its own group of "
-                "h // h_kv consecutive query heads (query head i uses key/value head i // (h // h_kv)).",
-            ),
-            _Mistake(
-                "scaled by sqrt(d_v)",
-                lambda *a: v(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
-                "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
-            ),
-            _Mistake("no scaling", lambda *a: v(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
-        ],
+        _grouped_mistakes(),
         "grouped-query attention (Ainslie et al., 2023): the h query heads form h_kv groups of h // h_kv "
         "consecutive heads, and each group shares one key/value head, so query head i uses key/value head "
         "i // (h // h_kv). Each query head then runs Eq. 1 (§3.2.1) as usual, with its own queries.",
         "give each query head its key/value head by repeating every key/value head h // h_kv times next to itself "
         "along the heads axis, k.repeat_interleave(h // h_kv, dim=1) (and the same for v), then Eq. 1 as in "
         "notebook 01.",
+        inputs=("q", "k", "v"),
     )

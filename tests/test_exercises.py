@@ -384,6 +384,35 @@ def test_shift_right_checker():
     assert ex.check_shift_right(lambda t, b: right(t, b).float()).status == "failed"  # token ids stay integers
 
 
+def test_shift_right_checker_names_every_spelling_of_the_left_shift():
+    bos = lambda t, b: torch.full_like(t[:, :1], b)  # noqa: E731
+    for answer in (
+        lambda t, b: torch.cat([t[:, 1:], bos(t, b)], dim=1),  # <bos> appended at the end
+        lambda t, b: torch.roll(t, -1, dims=1).index_fill(1, torch.tensor([t.shape[1] - 1]), b),
+        lambda t, b: torch.roll(t, -1, dims=1).index_fill(1, torch.tensor([0]), b),
+    ):
+        verdict = ex.check_shift_right(answer)
+        assert verdict.mistake == "shifted left" and "Shift right" in str(verdict), str(verdict)
+
+
+def test_shift_right_checker_wants_the_targets_dtype():
+    def right(targets, bos_id):
+        return torch.cat([torch.full_like(targets[:, :1], bos_id), targets[:, :-1]], dim=1)
+
+    verdict = ex.check_shift_right(lambda t, b: right(t, b).int())  # the right ids, as int32
+    text = str(verdict)
+    assert verdict.status == "failed" and verdict.mistake == "wrong dtype", text
+    assert "dtype torch.int32, expected torch.int64, the dtype of `targets`" in text and "Hint:" not in text, text
+
+    def bos_from_a_list(targets, bos_id):  # torch.tensor of Python ints is int64 here: right
+        bos = torch.tensor([[bos_id]] * targets.shape[0])
+        return torch.cat([bos, targets[:, :-1]], dim=1)
+
+    assert ex.check_shift_right(bos_from_a_list).passed
+    verdict = ex.check_shift_right(lambda t, b: torch.cat([t[:, 1:], torch.zeros_like(t[:, :1])], 1).int())
+    assert verdict.mistake == "shifted left" and "the dtype of `targets`" in str(verdict), str(verdict)
+
+
 def decoder_right(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):
     x = n1(x + sa(x, self_mask))
     x = n2(x + ca(x, memory, memory_mask))
@@ -454,6 +483,22 @@ def test_decoder_block_checker():
         h = n2(x + ca(h, memory, mm))
         return n3(x + ff(h))
 
+    def causal_transposed(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, sm.T, mm, sa, ca, ff, n1, n2, n3)
+
+    def no_masks(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, None, None, sa, ca, ff, n1, n2, n3)
+
+    def norm2_twice(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, sm))
+        x = n2(x + ca(x, memory, mm))
+        return n2(x + ff(x))  # norm2 again instead of norm3
+
+    def norm2_first(x, memory, sm, mm, sa, ca, ff, n1, n2, n3):
+        x = n2(x + sa(x, sm))
+        x = n2(x + ca(x, memory, mm))
+        return n3(x + ff(x))
+
     expected = {
         cross_first: "cross-attention first",
         queries_from_memory: "queries from memory",
@@ -469,10 +514,20 @@ def test_decoder_block_checker():
         no_norm3: "no norm3",
         residual_after_norm: "residual added after the norm",
         residuals_from_input: "residuals from the block's input",
+        causal_transposed: "causal mask transposed",
+        no_masks: "both masks ignored",
+        norm2_twice: "norms swapped",
+        norm2_first: "norms swapped",
     }
     for answer, mistake in expected.items():
         verdict = ex.check_decoder_block(answer)
         assert verdict.status == "failed" and verdict.mistake == mistake, (answer.__name__, str(verdict))
+    text = str(ex.check_decoder_block(norm2_twice))
+    assert "yours has norm2 after the feed-forward network (norm2 used more than once" in text, text
+    text = str(ex.check_decoder_block(norm2_first))
+    assert "norm2 after the self-attention (norm2 used more than once" in text, text
+    text = str(ex.check_decoder_block(norms_swapped))
+    assert "norm3 after the cross-attention and norm2 after the feed-forward network." in text, text
 
 
 def test_decoder_block_checker_does_not_change_the_readers_random_state():
@@ -481,3 +536,28 @@ def test_decoder_block_checker_does_not_change_the_readers_random_state():
     torch.manual_seed(3)
     ex.check_decoder_block(decoder_right)
     torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_length_penalty_precedence_is_named():
+    verdict = ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6**a))
+    assert verdict.mistake == "precedence" and "with the parentheses" in str(verdict), verdict
+
+
+def test_softmax_over_dim_0_and_the_doubled_2_of_the_encoding_are_named():
+    def attention_dim0(q, k, v):  # "down the rows" on (n, m) scores; across the batch with one in front
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=0)
+        return w @ v, w
+
+    verdict = ex.check_attention(attention_dim0)
+    assert verdict.mistake == "softmax over dim=0" and "dim=-1" in str(verdict), verdict
+
+    def pe_2j(max_len, d_model):  # j the column index, and 2j in the exponent
+        pe = torch.zeros(max_len, d_model)
+        for pos in range(max_len):
+            for j in range(d_model):
+                angle = pos / 10000 ** (2 * j / d_model)
+                pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+        return pe
+
+    verdict = ex.check_positional_encoding(pe_2j)
+    assert verdict.mistake == "2 counted twice" and "j - j % 2" in str(verdict), verdict

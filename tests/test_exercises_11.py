@@ -14,6 +14,7 @@ from torch.nn.attention.bias import causal_lower_right
 
 from helpers import exercises as ex
 from helpers.efficient import online_softmax_update
+from helpers.transformer import shift_right
 
 INF = math.inf
 
@@ -304,6 +305,21 @@ def stacked(q, k, v, cache_k, cache_v):
     return F.scaled_dot_product_attention(q, keys, values), keys, values
 
 
+def own_key_excluded(q, k, v, cache_k, cache_v):
+    keys, values = _joined(k, v, cache_k, cache_v)
+    t, n = cache_k.shape[2], q.shape[2]
+    allowed = torch.arange(t + n)[None, :] < t + torch.arange(n)[:, None]
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed), keys, values
+
+
+def pytorch_module_mask(q, k, v, cache_k, cache_v):  # nn.MultiheadAttention's True = hidden, given to SDPA
+    from helpers.masks import causal_mask
+
+    keys, values = _joined(k, v, cache_k, cache_v)
+    hidden = ~causal_mask(q.shape[2], past=cache_k.shape[2])
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=hidden), keys, values
+
+
 def square_mask(q, k, v, cache_k, cache_v):
     from helpers.attention import scaled_dot_product_attention
     from helpers.masks import causal_mask
@@ -325,6 +341,8 @@ CACHED_MISTAKES = {
     cat_features: ("concatenated along the wrong axis", "dim=-2"),
     stacked: ("stacked instead of concatenated", "new axis"),
     square_mask: ("square causal mask", "the mask is (3, 7)"),
+    own_key_excluded: ("own key excluded", "j <= t + i"),
+    pytorch_module_mask: ("causal mask inverted", "True = may attend"),
 }
 
 
@@ -440,6 +458,12 @@ def grouped_by_d_v(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, scale=1 / math.sqrt(v.shape[-1]))
 
 
+def grouped_softmax_over_queries(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=2) @ v
+
+
 def not_repeated(q, k, v):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
 
@@ -452,6 +476,7 @@ GROUPED_MISTAKES = {
     grouped_unscaled: ("no scaling", "sqrt(d_k)"),
     grouped_by_d_v: ("scaled by sqrt(d_v)", "sqrt(d_v)"),
     not_repeated: ("key/value heads not shared out", "the 8 query heads met the 2 key/value heads"),
+    grouped_softmax_over_queries: ("softmax over queries", "dim=-1"),
 }
 
 
@@ -477,19 +502,38 @@ def test_grouped_attention_wrong_shapes_and_types_get_clear_verdicts():
 # --- the checkers' own cases -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("cases", "mistakes", "reference", "count"),
-    [
-        (ex._online_cases, ex._online_mistakes, ex._folded(online_softmax_update), 2),
-        (ex._cached_cases, ex._cached_mistakes, ex._cached_reference, 3),
-    ],
-)
+NAMED_VARIANTS = {
+    "09.1": (ex._shift_cases, ex._shift_mistakes, shift_right, 1),
+    "09.2": (ex._decoder_cases, ex._decoder_mistakes, ex._decoder_block_variant, 1),
+    "10.1": (ex._rate_cases, ex._rate_mistakes, ex._in_peak_units(ex._rate_variant), 1),
+    "10.2": (ex._score_cases, ex._score_mistakes, ex._score_variant, 1),
+    "11.1": (ex._online_cases, ex._online_mistakes, ex._folded(online_softmax_update), 2),
+    "11.2": (ex._cached_cases, ex._cached_mistakes, ex._cached_reference, 3),
+    "11.3": (ex._grouped_cases, ex._grouped_mistakes, ex._grouped_reference, 1),
+}
+
+
+@pytest.mark.parametrize(("cases", "mistakes", "reference", "count"), NAMED_VARIANTS.values(), ids=NAMED_VARIANTS)
 def test_every_named_variant_differs_from_the_reference_on_some_case(cases, mistakes, reference, count):
     cases = cases()
-    expected = [ex._outputs(reference(*ex._fresh(case.args)), count) for case in cases]
-    for mistake in mistakes():
-        got = [ex._outputs(mistake.wrong(*ex._fresh(case.args)), count) for case in cases]
-        assert not all(ex._same(a, b) for a, b in zip(got, expected, strict=True)), mistake.key
+    with torch.no_grad():
+        expected = [ex._outputs(reference(*ex._fresh(case.args)), count) for case in cases]
+        for mistake in mistakes():
+            got = [ex._outputs(mistake.wrong(*ex._fresh(case.args)), count) for case in cases]
+            assert not all(ex._same(a, b) for a, b in zip(got, expected, strict=True)), mistake.key
+
+
+def test_a_variant_equal_to_the_reference_would_be_caught():
+    """The test above fails on a list that names the right answer a mistake, e.g. norms (0, 1, 2) of 09.2."""
+    cases = ex._decoder_cases()
+    right = ex._Mistake("norms swapped", lambda *a: ex._decoder_block_variant(*a, norms=(0, 1, 2)), "")
+    with torch.no_grad():
+        assert all(
+            ex._same(
+                ex._outputs(right.wrong(*ex._fresh(c.args)), 1), ex._outputs(ex._decoder_block_variant(*c.args), 1)
+            )
+            for c in cases
+        )
 
 
 def test_a_wrong_group_is_located():

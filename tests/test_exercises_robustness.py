@@ -81,9 +81,16 @@ def masked_renormalised(query, key, value, mask):
 
 
 def masked_in_place(query, key, value, mask):
-    query.div_(math.sqrt(query.shape[-1]))
+    query.div_(math.sqrt(query.shape[-1]))  # changes the caller's tensor, otherwise right
     scores = query @ key.transpose(-2, -1)
     scores.masked_fill_(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return [weights @ value, weights]  # a list is as good as a tuple
+
+
+def masked_nan_to_num(query, key, value, mask):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    scores.masked_fill_(~mask, float("-inf"))  # in place on its own tensor: fine
     weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
     return [weights @ value, weights]  # a list is as good as a tuple
 
@@ -166,6 +173,13 @@ def post_norm_in_place(x, mask, attention, feed_forward, norm1, norm2):
     return norm2(x + feed_forward(x))
 
 
+def post_norm_own_copy(x, mask, attention, feed_forward, norm1, norm2):
+    x = x.clone()  # its own copy: adding in place to it is fine
+    x += attention(x, mask)
+    x = norm1(x)
+    return norm2(x + feed_forward(x))
+
+
 def pre_norm_steps(x, mask, attention, feed_forward, norm1, norm2):
     a = attention(norm1(x), mask)
     y = x + a
@@ -192,11 +206,10 @@ def reverse_lists(tokens, lengths):
     ("checker", "answer"),
     [
         (ex.check_attention, attention_einsum),
-        (ex.check_attention, attention_in_place),
         (ex.check_attention, attention_loops),
         (ex.check_masked_attention, masked_where),
         (ex.check_masked_attention, masked_renormalised),
-        (ex.check_masked_attention, masked_in_place),
+        (ex.check_masked_attention, masked_nan_to_num),
         (ex.check_padding_mask, padding_loops),
         (ex.check_padding_mask, padding_broadcast),
         (ex.check_split_heads, split_chunks),
@@ -208,7 +221,7 @@ def reverse_lists(tokens, lengths):
         (ex.check_causal_mask, causal_compare),
         (ex.check_positional_encoding, pe_vectorised),
         (ex.check_positional_encoding, pe_numpy),
-        (ex.check_encoder_block, post_norm_in_place),
+        (ex.check_encoder_block, post_norm_own_copy),
         (ex.check_reverse_targets, reverse_where),
         (ex.check_reverse_targets, reverse_lists),
     ],
@@ -251,6 +264,40 @@ def test_right_answer_plus_1e_3_fails(checker, answer):
     assert "outside the tolerance" in str(verdict)
 
 
+def rate_eq3(steps, d_model, warmup_steps):
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def test_close_is_said_only_when_the_error_is_small_next_to_the_values():
+    # rate(steps + 1): 0.00025 of the peak off at step 1, but that is twice the rate there
+    verdict = ex.check_rate(lambda s, d, w: rate_eq3(s + 1, d, w))
+    text = str(verdict)
+    assert "close, but" not in text and "largest relative difference 100% at index (0,)" in text, text
+    assert verdict.mistake == "steps + 1" and "one step ahead" in text, text
+    assert "only in entries 0-122" in text, text  # the first 123 sampled steps, said as a run
+    doubled_early = str(ex.check_rate(lambda s, d, w: rate_eq3(s, d, w) * torch.where(s < 40, 2.0, 1.0)))
+    assert "close, but" not in doubled_early and "Hint:" in doubled_early, doubled_early
+    slightly_off = str(ex.check_rate(lambda s, d, w: rate_eq3(s, d, w) * 1.002))  # 0.2% everywhere: close
+    assert "close, but outside the tolerance" in slightly_off, slightly_off
+    # the same rule by hand: a relative case is close only within 1% of each entry
+    y = torch.tensor([2.5e-4, 0.5, 1.0])
+    wrong = torch.tensor([True, False, False])
+    assert not ex._close(y * 2, y, wrong, relative=True)
+    assert ex._close(y * 1.005, y, wrong, relative=True)
+    # an ordinary case: within 0.01 and within 1% of the largest value
+    assert ex._close(torch.tensor([1.001, 0.0]), torch.tensor([1.0, 0.0]), torch.tensor([True, False]), False)
+    small = torch.full((3,), 1e-3)
+    assert not ex._close(small * 2, small, torch.ones(3, dtype=torch.bool), False)
+
+
+def test_runs_of_wrong_indices_are_said_as_ranges():
+    flags = torch.zeros(20, dtype=torch.bool)
+    flags[[0, 1, 2, 3, 7, 9, 10]] = True
+    assert ex._indices(flags) == "0-3, 7, 9, 10"
+    flags[[12, 15]] = True
+    assert ex._indices(flags) == "0-3, 7, 9, 10, ..."
+
+
 def test_module_and_block_plus_1e_3_fail():
     class Shifted(EinsumMHA):
         def forward(self, query, key, value):
@@ -272,6 +319,22 @@ def test_an_in_place_sort_that_is_wrong_fails():
 
     verdict = ex.check_padding_mask(sorts_lengths)
     assert verdict.status == "failed" and "entries differ" in str(verdict)
+    assert "Also: your function changed `lengths` in place" in str(verdict), verdict
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer", "name"),
+    [
+        (ex.check_attention, attention_in_place, "query"),
+        (ex.check_masked_attention, masked_in_place, "query"),
+        (ex.check_encoder_block, post_norm_in_place, "x"),
+    ],
+)
+def test_right_values_computed_in_place_on_an_input_are_told(checker, answer, name):
+    verdict = checker(answer)
+    assert verdict.status == "failed" and verdict.mistake == f"{name} changed in place", verdict
+    assert verdict.message == f"the returned values are right, but `{name}` changed.", verdict
+    assert f"your function changed `{name}` in place" in str(verdict)
 
 
 def test_an_in_place_change_of_the_mask_does_not_reach_the_reference():
@@ -279,7 +342,9 @@ def test_an_in_place_change_of_the_mask_does_not_reach_the_reference():
         mask.logical_not_()  # changes the caller's mask ...
         return masked_where(query, key, value, ~mask)  # ... and undoes it here: right on the original mask
 
-    assert ex.check_masked_attention(inverts_mask_in_place).passed  # the reference never sees the inverted mask
+    verdict = ex.check_masked_attention(inverts_mask_in_place)
+    assert "the returned values are right" in verdict.message  # the reference never saw the inverted mask ...
+    assert verdict.mistake == "mask changed in place", verdict  # ... and the change is told
 
     def fills_and_keeps_it(query, key, value, mask):
         mask.fill_(True)  # forgets the mask, in place
@@ -295,7 +360,9 @@ def test_an_answer_that_changes_a_norm_in_place_cannot_change_the_reference():
         x = norm1(x + attention(x, mask))
         return norm2(x + feed_forward(x))
 
-    assert ex.check_encoder_block(doubles_the_gain).status == "failed"
+    verdict = ex.check_encoder_block(doubles_the_gain)
+    assert verdict.status == "failed" and "largest difference" in str(verdict)
+    assert "Also: your function changed `norm1` in place; its parameters or buffers changed" in str(verdict)
 
 
 # --- modules: eval(), lenient loading, instances, cross-attention with distinct key and value ----
@@ -805,6 +872,35 @@ def test_reverse_targets_messages():
     flipped = str(ex.check_reverse_targets(lambda tokens, lengths: tokens.flip(1)))
     assert "n - len places too far right" in flipped and "len - n" not in flipped
     assert re.search(r"expected \d+, got \d+\)", flipped) and ".0000" not in flipped
+
+
+def reverse_negative_indices_masked(tokens, lengths):  # right formula, but gather gets -1 at the padding
+    idx = lengths[:, None] - 1 - torch.arange(tokens.shape[1])
+    return tokens.gather(1, idx).masked_fill(idx < 0, 0)
+
+
+def reverse_len_minus_2_gathered(tokens, lengths):  # a real off-by-one that also reads index -1
+    idx = lengths[:, None] - 2 - torch.arange(tokens.shape[1])
+    return tokens.gather(1, idx).masked_fill(idx < 0, 0)
+
+
+def reverse_python_indexing(tokens, lengths):  # negative indices wrap round, into the padding: right
+    out = torch.zeros_like(tokens)
+    for b in range(tokens.shape[0]):
+        for i in range(tokens.shape[1]):
+            out[b, i] = tokens[b, int(lengths[b]) - 1 - i]
+    return out
+
+
+def test_reverse_targets_negative_indices_at_the_padding_are_not_called_an_off_by_one():
+    verdict = ex.check_reverse_targets(reverse_negative_indices_masked)
+    text = str(verdict)
+    assert verdict.mistake == "negative indices at the padding", text
+    assert "not an off-by-one" in text and "below 0" in text and ".clamp(min=0)" in text, text
+    assert "ran past the end" not in text and 'case "lengths [6, 4, 1, 3], right-padded with 0"' in text
+    verdict = ex.check_reverse_targets(reverse_len_minus_2_gathered)  # raises on the case without padding
+    assert verdict.mistake == "off by one" and "len - 1 - i" in str(verdict), verdict
+    assert ex.check_reverse_targets(reverse_python_indexing).passed
 
 
 def test_value_mismatches_say_where_the_wrong_entries_are():
