@@ -343,8 +343,10 @@ class MultiHeadAttention(nn.Module):
             weights = None
             empty_rows = None
             if mask is not None:
-                # A query with no allowed key would make the fused kernel return
-                # NaN; let it attend everywhere, then zero its output below.
+                # A query with no allowed key: PyTorch 2.13's CPU kernel returns
+                # zeros there, but older versions (before 2.5) and some GPU kernels
+                # return NaN. Let it attend everywhere, then zero its output below,
+                # so the result is zeros on every backend.
                 empty_rows = ~mask.any(dim=-1, keepdim=True)  # (..., n, 1)
                 mask = mask | empty_rows
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)

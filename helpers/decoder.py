@@ -89,6 +89,11 @@ class KVCache:
 
         ``index`` is a 1-D integer tensor of row numbers; a row may appear more than once (two
         hypotheses that extend the same parent) or not at all (a hypothesis that was dropped).
+
+        Every entry is reordered, the cross-attention's too. In beam search each live hypothesis then
+        holds its own copy of its sentence's ``cross_k`` / ``cross_v``, identical for all hypotheses of
+        one sentence: up to ``beam_size`` copies where one per sentence, broadcast over its hypotheses,
+        would do. We keep the copies for simplicity; the self-attention entries do differ per hypothesis.
         """
         size = self.batch_size
         if (

@@ -5,9 +5,16 @@ for every head: its memory grows with the square of the length (§4 and Table 1 
 ``O(n^2 d)`` work of self-attention). The softmax of a row can be computed in one streaming pass over
 its entries, keeping only a running maximum and a running sum (the "online normalizer" of Milakov and
 Gimelshein, 2018). Attention can then stream over blocks of keys, keeping a running output as well, so
-that at most ``(..., n, block_size)`` scores exist at any time: the idea of FlashAttention (Dao et al.,
-2022), which PyTorch's ``F.scaled_dot_product_attention`` also runs on the CPU, in C++ with vectorised
-blocks. This module writes the idea in plain PyTorch for reading, not for speed.
+that at most ``(..., n, block_size)`` scores exist at any time. :func:`tiled_attention` is that loop with
+every query resident and the keys streamed in blocks, the algorithm Rabe and Staats (2021) write in a
+high-level framework (they also split the queries into chunks, and divide by the sum once, at the end).
+FlashAttention (Dao et al., 2022) tiles queries and keys so that each tile's work stays in fast on-chip
+memory: its claim is about IO, fewer reads and writes of slow memory and hence time, not only the
+footprint. It keeps each query's softmax statistics for the backward pass, which recomputes the weights
+block by block from them (FlashAttention-2, Dao 2023, keeps one number per query, the logsumexp
+``max + log(sum)``); FlashAttention-2 also divides the output once, at the end, where the first version
+rescaled it at every block. PyTorch's ``F.scaled_dot_product_attention`` runs a blocked kernel of this
+kind on the CPU, in C++. This module writes the idea in plain PyTorch for reading, not for speed.
 
 Masks follow the series' convention: boolean, ``True`` = this query may attend to this key; a query
 with no allowed key gets a zero output, never NaN.
@@ -120,11 +127,13 @@ def tiled_attention(
     time, plus the running ``(..., n, 1)`` max and sum and the ``(..., n, d_v)`` output.
 
     ``mask``: boolean, broadcastable to ``(..., n, m)``, ``True`` = may attend. A query with no allowed
-    key gets a zero output (``F.scaled_dot_product_attention`` gives NaN there). ``is_causal=True``
+    key gets a zero output, as ``F.scaled_dot_product_attention`` gives on the CPU in PyTorch 2.13 (older
+    versions, before 2.5, and some GPU kernels gave NaN there; do not rely on it elsewhere). ``is_causal=True``
     lets query ``i`` see keys ``j <= i`` and needs ``n == m`` (with ``n != m``, PyTorch aligns the
     triangle to the top left, which is wrong for the last ``n`` queries of a longer sequence: use
     ``mask=helpers.masks.causal_mask(n, past=m - n)`` for those). Differentiable, but the backward
-    pass keeps every block for the gradient, so it saves memory in the forward pass only.
+    pass keeps every block for the gradient, so it saves memory in the forward pass only (FlashAttention and
+    Rabe and Staats instead recompute the blocks in the backward pass).
     """
     scores_shape = _check_qkv(query, key, value)
     check_mask(mask, scores_shape)
@@ -187,6 +196,10 @@ def peak_memory(fn: Callable, *args, **kwargs) -> tuple[object, int]:
     Run under ``torch.no_grad()`` to leave out what autograd keeps for a backward pass. It counts
     tensors only, not Python objects, and it is deterministic: the same call gives the same bytes.
     The same timeline is behind the profiler's ``export_memory_timeline``.
+
+    It reads that timeline through two private PyTorch APIs, ``torch.profiler._memory_profiler.Action``
+    and ``profile._memory_profile()``, which the pinned torch version protects; whoever bumps torch checks
+    them (notebook 11, section 1, checks its peaks against a prediction, to the byte).
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")

@@ -79,8 +79,14 @@ class Transformer(nn.Module):
     about 1, like the positional encoding's.
 
     ``norm_first=True`` gives the pre-norm variant (not in the paper), with a final LayerNorm on both stacks.
-    ``d_k`` and ``d_v`` set the per-head widths of every attention (Table 3, rows (B)); ``num_kv_heads`` makes every
-    attention grouped-query attention (not in the paper; notebook 11), which shrinks the decoder's cache.
+    ``d_k`` and ``d_v`` set the per-head widths of every attention (Table 3, rows (B)).
+
+    ``num_kv_heads`` (not in the paper; notebook 11) makes the decoder's self- and cross-attention grouped-query
+    attention, ``num_kv_heads`` key/value heads shared by ``num_heads`` query heads (1: multi-query attention), which
+    shrinks the decoder's key/value cache by ``num_heads / num_kv_heads``. The encoder's self-attention stays
+    multi-head, as in Ainslie et al. (2023, §3.1): the encoder keeps no cache and runs every position at once, so
+    sharing there would narrow it without making decoding faster. (``helpers.encoder.Encoder`` takes
+    ``num_kv_heads`` too, for an encoder built on its own.) ``None``, the default, is multi-head attention everywhere.
     """
 
     def __init__(
@@ -123,9 +129,9 @@ class Transformer(nn.Module):
         self.src_embedding = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embedding = self.src_embedding if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
         self.positional = PositionalEncoding(d_model, max_len=max_len, dropout=dropout)  # adds PE, then dropout
-        layer = {"dropout": dropout, "norm_first": norm_first, "d_k": d_k, "d_v": d_v, "num_kv_heads": num_kv_heads}
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer)
-        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, **layer)
+        layer = {"dropout": dropout, "norm_first": norm_first, "d_k": d_k, "d_v": d_v}
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer)  # multi-head, whatever num_kv_heads
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, **layer, num_kv_heads=num_kv_heads)
         self.projection = nn.Linear(d_model, tgt_vocab_size, bias=False)  # the pre-softmax linear transformation
         for embedding in [self.src_embedding] + ([] if share_embeddings else [self.tgt_embedding]):
             nn.init.normal_(embedding.weight, std=d_model**-0.5)

@@ -8,9 +8,11 @@ A maintainer tool, not run by `pytest`. From the repository root, in the activat
     python scripts/mutation_check.py T02 -k reverse_targets_itself   # does this one test catch T02?
 
 Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py`,
-`tasks.py`, `efficient.py`, `decoder.py`, `transformer.py` or `decoding.py` (a wrong softmax axis, a flipped
-mask, a dropped residual, a running sum not rescaled, a cache reordered wrongly, ...). The script copies `helpers/`,
-`tests/`, `conftest.py` and `pyproject.toml` into a temporary folder once, then for each mutant writes
+`tasks.py`, `efficient.py`, `decoder.py`, `transformer.py`, `decoding.py`, `training.py`, `explorer.py` or
+`exercises.py` (a wrong softmax axis, a flipped mask, a dropped residual, a running sum not rescaled, a cache
+reordered wrongly, a misspelt word, a checker that compares an answer with itself, ...). The script copies
+`helpers/`, `tests/`, `notebooks/data/` (the saved model a test decodes), `conftest.py` and `pyproject.toml` into
+a temporary folder once, then for each mutant writes
 the edited module into that copy, runs only the unit tests of the edited module there
 (`pytest -x -q`, one thread, a fixed Hypothesis seed, `PYTHONPATH` pointing at the copy so that
 `import helpers` finds the mutant and not the editable install), and restores the module. The
@@ -51,6 +53,15 @@ TESTS = {
     "decoder.py": ["tests/test_decoder.py", "tests/test_efficient.py"],
     "transformer.py": ["tests/test_transformer.py", "tests/test_efficient.py"],
     "decoding.py": ["tests/test_decoding.py", "tests/test_efficient.py"],
+    "training.py": ["tests/test_training.py"],
+    "explorer.py": ["tests/test_explorer.py"],
+    "exercises.py": [
+        "tests/test_exercises.py",
+        "tests/test_exercises_11.py",
+        "tests/test_exercises_robustness.py",
+        "tests/test_decoding.py",
+        "tests/test_training.py",
+    ],
 }
 __doc__ += "".join(f"\n    helpers/{module:<13} {' '.join(tests)}" for module, tests in TESTS.items()) + "\n"
 
@@ -63,7 +74,7 @@ class Mutant:
     new: str
     what: str
     equivalent: str = ""  # why the edit cannot change behaviour, if it cannot
-    from_review: bool = False  # one of the edits of the review (§9), kept as regression checks
+    from_review: bool = False  # an edit of a review (§9 of the first; N01-N45: turn 3's), kept as regression checks
 
 
 M = Mutant
@@ -658,6 +669,360 @@ MUTANTS = [
         "parents.append(h)",
         "beam search: parent row counted within the sentence, not the batch",
     ),
+    # --- turn 3's mutation review (reviews/turn3-mutation.md, N01-N45): notebooks 09-11's helpers ------------
+    M(
+        "N01",
+        "decoder.py",
+        "while len(self.layers) <= index:",
+        "while len(self.layers) < index:",
+        "KVCache.layer: off by one, layer i's dict not created",
+        from_review=True,
+    ),
+    M(
+        "N02",
+        "decoder.py",
+        '["self_k"].shape[-2]',
+        '["self_k"].shape[-1]',
+        "KVCache.length reads the feature axis",
+        from_review=True,
+    ),
+    M(
+        "N03",
+        "decoder.py",
+        "t.numel() * t.element_size()",
+        "t.numel()",
+        "KVCache.nbytes counts elements, not bytes",
+        from_review=True,
+    ),
+    M(
+        "N04",
+        "decoder.py",
+        'v = torch.cat([cache["self_v"], v], dim=-2)',
+        'v = torch.cat([cache["self_k"], v], dim=-2)',
+        "cache: new values appended to the cached keys",
+        from_review=True,
+    ),
+    M(
+        "N05",
+        "decoder.py",
+        "self.self_attn.attend(x, k, v, mask=mask,",
+        "self.self_attn.attend(x, k, v, mask=None,",
+        "cached self-attention ignores the causal mask",
+        from_review=True,
+    ),
+    M(
+        "N06",
+        "decoder.py",
+        'cache["cross_k"], cache["cross_v"], mask=mask,',
+        'cache["cross_k"], cache["cross_v"], mask=None,',
+        "cached cross-attention drops the source padding mask",
+        from_review=True,
+    ),
+    M(
+        "N07",
+        "decoder.py",
+        "cache.layer(i)",
+        "cache.layer(0)",
+        "every decoder layer reads and extends layer 0's cache",
+        from_review=True,
+    ),
+    M(
+        "N08",
+        "transformer.py",
+        "torch.cat([bos, targets[:, :-1]], dim=1)",
+        "torch.cat([bos, targets[:, 1:]], dim=1)",
+        "shift_right drops the first target, not the last",
+        from_review=True,
+    ),
+    M(
+        "N09",
+        "transformer.py",
+        "self.encoder(self.embed(src, self.src_embedding),",
+        "self.encoder(self.positional(self.src_embedding(src)),",
+        "encode: sqrt(d_model) scale dropped on the source path only",
+        from_review=True,
+    ),
+    M(
+        "N10",
+        "transformer.py",
+        "self.projection.weight = self.src_embedding.weight",
+        "self.projection.weight.data.copy_(self.src_embedding.weight)",
+        "tied projection untied: a copy of the values, not the shared Parameter",
+        from_review=True,
+    ),
+    M(
+        "N11",
+        "transformer.py",
+        "for embedding in [self.src_embedding] + ([] if share_embeddings else [self.tgt_embedding]):",
+        "for embedding in [self.src_embedding]:",
+        "share_embeddings=False: target embedding keeps N(0, 1)",
+        from_review=True,
+    ),
+    M(
+        "N12",
+        "transformer.py",
+        "past = cache.length",
+        "past = len(cache.layers)",
+        "decode: positions already fed read as the number of cached layers",
+        from_review=True,
+    ),
+    M(
+        "N13",
+        "transformer.py",
+        "None if past > 0 and n == 1",
+        "None if past > 0 or n == 1",
+        "decode: a cached chunk of several positions gets no causal mask",
+        from_review=True,
+    ),
+    M(
+        "N14",
+        "decoding.py",
+        "((5 + length) / 6) ** alpha",
+        "((5 + length) / 5) ** alpha",
+        "GNMT length penalty: 6 replaced by 5",
+        from_review=True,
+    ),
+    M(
+        "N15",
+        "decoding.py",
+        "total / _lp(len(ids), alpha)",
+        "total / _lp(len(ids) + 1, alpha)",
+        "beam search: |Y| counts <bos> too",
+        from_review=True,
+    ),
+    M(
+        "N16",
+        "decoding.py",
+        "key=lambda i: (finished[b][i][2], -i)",
+        "key=lambda i: (finished[b][i][1], -i)",
+        "beam search: best finished picked by raw sum(log p)",
+        from_review=True,
+    ),
+    M(
+        "N17",
+        "decoding.py",
+        "k = min(beam_size - len(finished[b]), ",
+        "k = min(beam_size, ",
+        "beam search: finished hypotheses take no place in the beam",
+        from_review=True,
+    ),
+    M(
+        "N18",
+        "decoding.py",
+        "row += len(hyps)",
+        "row += 1",
+        "beam search: row offset advances by one per sentence",
+        from_review=True,
+    ),
+    M(
+        "N19",
+        "decoding.py",
+        "hyps[h][0] + [token], float(candidates[flat])",
+        "hyps[h][0] + [token], float(log_probs[row + h, token])",
+        "beam search: score is the last token's log p, not the running sum",
+        from_review=True,
+    ),
+    M(
+        "N20",
+        "decoding.py",
+        "if all(done):",
+        "if any(done):",
+        "greedy: the whole batch stops at the first <eos>",
+        from_review=True,
+    ),
+    M(
+        "N21",
+        "efficient.py",
+        "    block_size: int = 128,\n",
+        "    block_size: int = 4096,\n",
+        "tiled_attention: default block size 4096, nothing tiled",
+        from_review=True,
+    ),
+    M(
+        "N22",
+        "efficient.py",
+        "new_max = torch.maximum(running_max, block.amax(dim=-1))",
+        "new_max = block.amax(dim=-1)",
+        "online_softmax_update: running max not carried over",
+        from_review=True,
+    ),
+    M(
+        "N23",
+        "efficient.py",
+        "        running_max = new_max\n",
+        "",
+        "tiled_attention: running max never updated",
+        from_review=True,
+    ),
+    M(
+        "N24",
+        "efficient.py",
+        "torch.arange(start, stop, device=q.device) > rows",
+        "torch.arange(stop - start, device=q.device) > rows",
+        "tiled_attention is_causal: block-local key indices",
+        from_review=True,
+    ),
+    M(
+        "N25",
+        "efficient.py",
+        "weights = torch.exp(scores - shift)",
+        "weights = torch.exp(scores - new_max)",
+        "tiled_attention: shifted by the raw max (NaN on a masked block)",
+        from_review=True,
+    ),
+    M(
+        "N26",
+        "efficient.py",
+        "q = query * (1.0 / math.sqrt(query.shape[-1]))",
+        "q = query * (1.0 / math.sqrt(value.shape[-1]))",
+        "tiled_attention: scaled by sqrt(d_v), not sqrt(d_k)",
+        from_review=True,
+    ),
+    M(
+        "N27",
+        "efficient.py",
+        "return result, peak",
+        "return result, current",
+        "peak_memory returns the bytes held at the end",
+        from_review=True,
+    ),
+    M(
+        "N28",
+        "efficient.py",
+        "if round_ >= warmup:",
+        "if round_ > warmup:",
+        "interleaved_timings: first measured round dropped too",
+        from_review=True,
+    ),
+    M(
+        "N29",
+        "training.py",
+        "step * warmup_steps**-1.5",
+        "step * warmup_steps**-0.5",
+        "Eq. 3: warm-up term uses warmup_steps^-0.5",
+        from_review=True,
+    ),
+    M("N30", "training.py", '"fourteen"', '"forteen"', "'fourteen' misspelt", from_review=True),
+    M(
+        "N31",
+        "training.py",
+        "low = 0 if digits == 1 else 10 ** (digits - 1)",
+        "low = 10 ** (digits - 1)",
+        "sample_numbers never draws 0",
+        from_review=True,
+    ),
+    M(
+        "N32",
+        "training.py",
+        "if VOCAB[i] == EOS:\n            break",
+        "if VOCAB[i] == EOS:\n            continue",
+        "to_tokens skips <eos> instead of stopping",
+        from_review=True,
+    ),
+    M(
+        "N33",
+        "training.py",
+        "VOCAB: list[str] = [PAD, BOS, EOS,",
+        "VOCAB: list[str] = [PAD, EOS, BOS,",
+        "VOCAB: <bos> and <eos> swapped (the saved model's ids)",
+        from_review=True,
+    ),
+    M(
+        "N34",
+        "explorer.py",
+        "if sequence is None and batch > 1:",
+        "if sequence is None and batch > 2:",
+        "explorer: a batch of 2 without sequence= shows sequence 0",
+        from_review=True,
+    ),
+    M(
+        "N35",
+        "explorer.py",
+        "mk = lead[index]",
+        "mk = lead[0]",
+        "explorer: sequence 0's mask drawn over the sequence shown",
+        from_review=True,
+    ),
+    M(
+        "N36",
+        "explorer.py",
+        "TOLERANCE = 1e-5",
+        "TOLERANCE = 1e-3",
+        "explorer: tolerance outside [0, 1] and on masked keys loosened 100x",
+        from_review=True,
+    ),
+    M(
+        "N37",
+        "explorer.py",
+        "W[((l * H + h) * N + q) * M + k]",
+        "W[((l * H + h) * M + q) * N + k]",
+        "explorer script: weights indexed with N and M swapped (n != m)",
+        from_review=True,
+    ),
+    M(
+        "N38",
+        "exercises.py",
+        "        shift_right,\n        reference,\n        _shift_cases(),",
+        "        shift_right,\n        shift_right,\n        _shift_cases(),",
+        "check_shift_right compares the answer with itself",
+        from_review=True,
+    ),
+    M(
+        "N39",
+        "exercises.py",
+        "if norms != (0, 1, 2)",
+        "if norms != (0, 1, 1)",
+        "check_decoder_block: right norm order kept as a 'norms swapped' variant, (0, 1, 1) left out",
+        from_review=True,
+    ),
+    M(
+        "N40",
+        "exercises.py",
+        "torch.arange(1, 30001, 37,",
+        "torch.arange(1, 3001, 37,",
+        "check_rate: first case stops before the warm-up ends",
+        from_review=True,
+    ),
+    M(
+        "N41",
+        "exercises.py",
+        "(4 + lengths) / 6",
+        "(6 + lengths) / 6",
+        "check_length_penalty: '<eos> not counted' variant never matches",
+        from_review=True,
+    ),
+    M(
+        "N42",
+        "exercises.py",
+        "_folded(reference),",
+        "_folded(fn),",
+        "check_online_softmax_update compares the answer with itself",
+        from_review=True,
+    ),
+    M(
+        "N43",
+        "exercises.py",
+        "2, 2, 2, 3, 8, 5),",
+        "2, 2, 2, 3, 8, 8),",
+        "check_cached_attention: the only d_k != d_v case made d_v = d_k",
+        from_review=True,
+    ),
+    M(
+        "N44",
+        "exercises.py",
+        "k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)",
+        "k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)",
+        "check_grouped_attention: 'tiled' variant equals the right one",
+        from_review=True,
+    ),
+    M(
+        "N45",
+        "exercises.py",
+        "RTOL, ATOL = 1e-4, 1e-5",
+        "RTOL, ATOL = 1e-2, 1e-5",
+        "checkers' relative tolerance loosened 100x",
+        from_review=True,
+    ),
 ]
 
 
@@ -791,6 +1156,7 @@ def main() -> int:
         work = Path(tmp)
         shutil.copytree(ROOT / "helpers", work / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "notebooks" / "data", work / "notebooks" / "data")
         for name in ("conftest.py", "pyproject.toml"):
             shutil.copy2(ROOT / name, work / name)
         fork = hasattr(os, "fork") and not args.no_fork
@@ -830,6 +1196,9 @@ def main() -> int:
         f"new mutants only: {sum(c for _, c in new)}/{len(new)}; "
         f"{len(results) - len(scored)} equivalent mutants left out of the score"
     )
+    turn3 = [(m, caught) for m, caught in scored if m.id.startswith("N")]
+    if turn3:
+        print(f"turn 3's review (N01-N45): {sum(c for _, c in turn3)}/{len(turn3)}")
     for m, caught in results:
         if not caught:
             print(f"  survivor {m.id} ({m.what})" + (f": equivalent, {m.equivalent}" if m.equivalent else ""))

@@ -164,6 +164,33 @@ def test_eos_is_included_and_ends_each_sentence_separately():
     assert greedy_decode(model, src, BOS, EOS, 2) == [[3, 4]] * 2
 
 
+class CountingModel(TableModel):
+    """Sentence b emits token 3 ``src[b, 0]`` times, then <eos>: sentences of one batch end at different steps."""
+
+    def __init__(self):
+        super().__init__([[0.2] * 5] * 5)
+
+    def decode(self, tgt, memory, src_mask=None):
+        assert not torch.is_grad_enabled(), "decoding must run under torch.no_grad()"
+        self.calls += 1
+        emitted = torch.arange(tgt.shape[1])  # position i has seen i tokens after <bos>
+        wanted = memory[:, :1, 0].long()  # (B, 1) tokens 3 to emit before <eos>
+        next_ids = torch.where(emitted[None] < wanted, 3, EOS)  # (B, n)
+        logits = torch.full((*tgt.shape, 5), -5.0).scatter(-1, next_ids[..., None], 0.0)
+        return logits, [], []
+
+
+def test_each_sentence_of_a_batch_runs_until_its_own_eos():
+    """A sentence that is done does not stop the others; each output stops at its own <eos>, included."""
+    src = torch.tensor([[0], [2], [1], [4]])
+    expected = [[EOS], [3, 3, EOS], [3, EOS], [3, 3, 3, 3, EOS]]
+    model = CountingModel()
+    assert greedy_decode(model, src, BOS, EOS, 10) == expected
+    assert model.calls == 5  # one call per step, until the longest sentence ends
+    assert beam_search(model, src, BOS, EOS, 10, beam_size=2) == expected
+    assert greedy_decode(model, src, BOS, EOS, 3) == [[EOS], [3, 3, EOS], [3, EOS], [3, 3, 3]]
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_padding_never_changes_a_decoded_output(seed):
     model = _tiny(seed, vocab=7)

@@ -220,11 +220,17 @@ def test_tiled_attention_peak_memory_is_a_fraction_of_the_naive_one():
         tiled, tiled_peak = peak_memory(tiled_attention, q, k, v, block_size=block)
         (naive, _), naive_peak = peak_memory(scaled_dot_product_attention, q, k, v)
         _, again = peak_memory(tiled_attention, q, k, v, block_size=block)
+        # The default block size tiles a typical length: 512 keys in 4 blocks of 128, not in one block.
+        q, k, v = (x[:, :512] for x in (q, k, v))
+        _, default_peak = peak_memory(tiled_attention, q, k, v)
+        _, peak_128 = peak_memory(tiled_attention, q, k, v, block_size=128)
+        _, one_block = peak_memory(tiled_attention, q, k, v, block_size=512)
     torch.testing.assert_close(tiled, naive, atol=ATOL, rtol=1e-4)
     assert naive_peak >= 2 * n * n * 4, "Eq. 1 holds the float32 scores and weights, (n, m) each"
     assert tiled_peak >= n * d * 4, "the output is allocated during the call"
     assert tiled_peak <= 0.10 * naive_peak, (tiled_peak, naive_peak)
     assert again == tiled_peak, "peak_memory is deterministic"
+    assert default_peak == peak_128 < 0.5 * one_block, (default_peak, peak_128, one_block)
 
 
 def test_interleaved_timings_runs_each_function_in_turn():
@@ -232,6 +238,29 @@ def test_interleaved_timings_runs_each_function_in_turn():
     times = interleaved_timings({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=3, warmup=2)
     assert calls == ["a", "b"] * 5
     assert set(times) == {"a", "b"} and all(t >= 0 for t in times.values())
+
+
+def test_interleaved_timings_takes_the_median_of_exactly_repeats_rounds(monkeypatch):
+    """A fake clock: the call in round r takes r + 1 seconds, so the median names the rounds that were counted."""
+    import helpers.efficient
+
+    clock = [0.0]
+    monkeypatch.setattr(helpers.efficient.time, "perf_counter", lambda: clock[0])
+    rounds = {"a": 0, "b": 0}
+
+    def timed(name):
+        def fn():
+            rounds[name] += 1
+            clock[0] += rounds[name]
+
+        return fn
+
+    times = interleaved_timings({"a": timed("a"), "b": timed("b")}, repeats=3, warmup=1)
+    assert times == {"a": 3.0, "b": 3.0}  # rounds 2, 3, 4 counted (1 was the warm-up): median 3
+    rounds.update(a=0, b=0)
+    assert interleaved_timings({"a": timed("a"), "b": timed("b")}, repeats=1, warmup=1) == {"a": 2.0, "b": 2.0}
+    rounds.update(a=0, b=0)
+    assert interleaved_timings({"a": timed("a"), "b": timed("b")}, repeats=2, warmup=0) == {"a": 1.5, "b": 1.5}
 
 
 # --- bad input ---------------------------------------------------------------------------------------------------

@@ -7,13 +7,16 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from helpers.encoder import Encoder
-from helpers.explorer import _SCRIPT_SHIPPED, CSS, MARKER, SCALE, explore_attention, read_payload
+from helpers.explorer import _SCRIPT_SHIPPED, CSS, MARKER, SCALE, decode_payload, explore_attention, read_payload
 from helpers.masks import causal_mask, padding_mask
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -58,6 +61,52 @@ def test_cross_attention_and_one_layer():
     assert data["queries"] == ["x", "y", "z"] and data["keys"] == ["a", "b", "c", "d"]
 
 
+def _node() -> str | None:
+    """A JavaScript engine: Playwright's own Node.js (requirements.txt installs it), else one on the PATH."""
+    try:
+        import playwright
+
+        bundled = Path(playwright.__file__).parent / "driver" / "node"
+        if bundled.is_file():
+            return str(bundled)
+    except ImportError:
+        pass
+    return shutil.which("node")
+
+
+def test_the_script_reads_each_weight_where_the_payload_put_it():
+    """The page's own weight() and masked() functions, run in Node.js on a cross-attention view (n = 2 queries,
+    m = 3 keys, so that swapping N and M in the index shows), read back every stored weight and mask bit."""
+    node = _node()
+    if node is None:
+        pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
+    g = torch.Generator().manual_seed(3)
+    weights = [torch.softmax(3 * torch.randn(2, 2, 3, generator=g), -1) for _ in range(2)]  # 2 layers of (h, n, m)
+    mask = torch.tensor([[True, True, False], [True, True, True]])
+    weights = [w.masked_fill(~mask, 0) / w.masked_fill(~mask, 0).sum(-1, keepdim=True) for w in weights]
+    view = explore_attention(weights, list("abc"), query_tokens=["x", "y"], mask=mask)
+    data = decode_payload(json.dumps(view.payload()))  # what the page holds, without drawing its figure
+    lines = _SCRIPT_SHIPPED.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("var L = D.layers"))
+    last = next(i for i, line in enumerate(lines) if line.startswith("function masked("))
+    program = "\n".join(
+        [
+            f"var D = {json.dumps(view.payload())};",
+            *lines[first : last + 1],
+            "var w = [], m = [];",
+            "for (var l = 0; l < L; l++) for (var h = 0; h < H; h++) for (var q = 0; q < N; q++)",
+            "  for (var k = 0; k < M; k++) w.push(weight(l, h, q, k));",
+            "for (var q = 0; q < N; q++) for (var k = 0; k < M; k++) m.push(!masked(q, k));",
+            "console.log(JSON.stringify({w: w, m: m}));",
+        ]
+    )
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout)
+    np.testing.assert_allclose(np.array(read["w"]).reshape(2, 2, 2, 3), data["weights"], atol=1e-12, rtol=0)
+    np.testing.assert_array_equal(np.array(read["m"]).reshape(2, 3), mask.numpy())
+
+
 def test_a_single_batched_tensor_and_a_causal_mask():
     mask = causal_mask(4)
     weights = _softmax(2, 2, 4, 4).masked_fill(~mask, 0)
@@ -99,6 +148,14 @@ def test_two_views_are_independent():
     assert len(views) == 2 and not np.array_equal(views[0]["weights"], views[1]["weights"])
 
 
+def test_float_error_within_the_tolerance_is_accepted_and_cleaned():
+    """Weights off by float error (1e-6 above one, 1e-6 on a masked key) are drawn as 1 and 0; 1e-4 is an error (the
+    bad-input table below), so a mask or a scale that is wrong is never hidden by clipping."""
+    mask = causal_mask(3)
+    weights = (torch.eye(3) * (1 + 1e-6)).masked_fill(~mask, 1e-6)[None]  # (h=1, n, m)
+    np.testing.assert_array_equal(explore_attention(weights, list("abc"), mask=mask).weights[0, 0], np.eye(3))
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -120,6 +177,14 @@ def test_two_views_are_independent():
             "NaN or infinite.*layer 0, head 0, query 0, key 0",
         ),
         (lambda: explore_attention(_softmax(3, 2, 4, 4), list("abcd")), "batch of 3 sequences: pass sequence="),
+        (lambda: explore_attention(_softmax(2, 2, 4, 4), list("abcd")), "batch of 2 sequences: pass sequence="),
+        (lambda: explore_attention(torch.eye(4).expand(2, 4, 4) * (1 + 1e-4), list("abcd")), r"must lie in \[0, 1\]"),
+        (
+            lambda: explore_attention(
+                _softmax(1, 2, 2).masked_fill(~causal_mask(2), 1e-4), list("ab"), mask=causal_mask(2)
+            ),
+            r"the mask hides key 1 .* weight 0\.0001",
+        ),
         (lambda: explore_attention(_softmax(3, 2, 4, 4), list("abcd"), sequence=3), "outside the batch of 3"),
         (lambda: explore_attention(_softmax(2, 4, 4), list("abcd"), mask=torch.ones(4, 4)), "must be boolean"),
         (
@@ -144,6 +209,9 @@ def test_two_views_are_independent():
         "negative",
         "nan",
         "batch-needs-sequence",
+        "batch-of-two-needs-sequence",
+        "1e-4-above-one",
+        "1e-4-on-a-masked-key",
         "sequence-out-of-range",
         "float-mask",
         "mask-shape",

@@ -110,6 +110,33 @@ def test_embedding_is_scaled_by_sqrt_d_model_plus_positions():
     torch.testing.assert_close(model.embed(src, model.src_embedding), expected)
 
 
+@pytest.mark.parametrize("share", [True, False])
+def test_encode_and_decode_feed_the_stacks_through_embed(share):
+    """Each public path starts at embed(): the sqrt(d_model) scale and the positions on both sides (§3.4, §3.5),
+    each side with its own table when the embeddings are not shared."""
+    torch.manual_seed(8)
+    model = _small(share_embeddings=share).eval()
+    src, tgt = _batch(8)
+    src_mask = padding_mask([6, 3])
+    memory, _ = model.encode(src, src_mask)
+    expected, _ = model.encoder(model.embed(src, model.src_embedding), src_mask)
+    torch.testing.assert_close(memory, expected)
+    logits, _, _ = model.decode(tgt, memory, src_mask)
+    out, _, _ = model.decoder(model.embed(tgt, model.tgt_embedding), memory, causal_mask(5), src_mask)
+    torch.testing.assert_close(logits, model.projection(out))
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_embeddings_and_projection_start_with_std_one_over_sqrt_d_model(share):
+    """nn.Embedding's N(0, 1) times sqrt(d_model) would drown the positions; every table starts at N(0, 1/d_model),
+    tied or not (12,800 draws each: the sample std is within 1% of 1/8)."""
+    torch.manual_seed(9)
+    model = Transformer(200, 200, d_model=64, num_heads=4, num_layers=1, d_ff=64, share_embeddings=share)
+    for name in ("src_embedding", "tgt_embedding", "projection"):
+        std = getattr(model, name).weight.std().item()
+        assert abs(std * 64**0.5 - 1) < 0.05, (name, std)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_forward_equals_encode_then_decode_and_the_weights_path(norm_first):
     torch.manual_seed(2)

@@ -1,0 +1,139 @@
+"""What Eq. 3's warm-up does, separated from its decay, for post-norm and pre-norm: notebook 10, section 10.
+
+Trains the small model of notebook 10, section 10 (one layer, d_model 32, 4 heads, d_ff 64, dropout 0.1, label
+smoothing 0.1, 300 steps of 64 numbers below 1,000) exactly as that section does, with four learning-rate
+schedules and both places of the LayerNorm, for each seed. Eq. 3 (Vaswani et al., 2017, §5.3) does two things at
+once: it rises linearly for ``warmup_steps`` steps (here 50) and then decays like ``step^-0.5``. The schedules take
+one or both away (``s`` counts steps from 1, W = 50, ``rate`` is Eq. 3):
+
+- ``recipe``: ``rate(s, d, W)``, warm-up, then decay (the paper's schedule);
+- ``no warm-up``: ``rate(max(s, W), d, W)``, the peak from the first step, then the same decay;
+- ``no decay``: ``rate(min(s, W), d, W)``, the same warm-up, then the peak held to the end;
+- ``constant peak``: ``rate(W, d, W)``, neither (what notebook 10 called "no warm-up" before).
+
+``post-norm`` is the paper's ``LayerNorm(x + Sublayer(x))`` (§3.1); ``pre-norm`` is ``x + Sublayer(LayerNorm(x))``
+with a final LayerNorm (``Transformer(..., norm_first=True)``), for which Xiong et al. (2020) argue that warm-up
+matters much less. For each run it records greedy exact match on the section's 200 held-out three-digit numbers and
+the held-out perplexity (exp of the mean per-token unsmoothed cross-entropy, eval mode), and the seconds it took.
+Notebook 10 prints the stored table (means and spreads over seeds) and asserts its properties.
+
+    python benchmarks/warmup_ablation.py                  # seeds 0-9: 80 runs, about 4 minutes on one idle core
+    python benchmarks/warmup_ablation.py --seeds 0 1 2    # other seeds
+
+Runs with one thread, as the notebooks do. The numbers of one run depend on the CPU's kernels as much as on the
+seed (another CPU gives another trajectory), so read the table by its means and spreads. Writes
+benchmarks/results/warmup_ablation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import time
+
+import torch
+import torch.nn.functional as F
+
+from helpers.decoding import greedy_decode
+from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
+from helpers.transformer import Transformer, shift_right
+
+WARMUP = 50
+SCHEDULES = {
+    "recipe": lambda s, d: rate(s, d, WARMUP),
+    "no warm-up": lambda s, d: rate(max(s, WARMUP), d, WARMUP),
+    "no decay": lambda s, d: rate(min(s, WARMUP), d, WARMUP),
+    "constant peak": lambda s, d: rate(WARMUP, d, WARMUP),
+}
+NORMS = {"post-norm": False, "pre-norm": True}
+OUT = pathlib.Path(__file__).parent / "results" / "warmup_ablation.json"
+
+
+def run(seed: int, schedule: str, norm: str, steps: int = 300, d: int = 32) -> dict:
+    """One training run of notebook 10's section 10 with the given schedule and norm placement."""
+    start = time.perf_counter()
+    V, bos_id, eos_id = len(VOCAB), VOCAB.index(BOS), VOCAB.index(EOS)
+    test = sample_numbers(200, torch.Generator().manual_seed(999), min_digits=3, max_digits=3)
+    test_batch = make_translation_batch(test)
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    model = Transformer(
+        V, V, d_model=d, num_heads=4, num_layers=1, d_ff=64, dropout=0.1, max_len=16, norm_first=NORMS[norm]
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    lr = SCHEDULES[schedule]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr(s + 1, d))  # LambdaLR counts from 0
+    for _ in range(steps):
+        batch = make_translation_batch(sample_numbers(64, g, exclude=frozenset(test), max_digits=3))
+        model.train()
+        logits = model(batch["src"], shift_right(batch["tgt"], bos_id), batch["src_mask"])
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["tgt"].flatten(), ignore_index=0, label_smoothing=0.1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+    decoded = greedy_decode(model, test_batch["src"], bos_id, eos_id, 8, test_batch["src_mask"])
+    exact = sum(to_tokens(ids) == number_to_words(n) for ids, n in zip(decoded, test, strict=True)) / len(test)
+    model.eval()
+    with torch.no_grad():
+        logits = model(test_batch["src"], shift_right(test_batch["tgt"], bos_id), test_batch["src_mask"])
+        nll = F.cross_entropy(logits.flatten(0, 1), test_batch["tgt"].flatten(), ignore_index=0)
+    return {
+        "seed": seed,
+        "norm": norm,
+        "schedule": schedule,
+        "exact": exact,
+        "perplexity": nll.exp().item(),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
+def summary(runs: list[dict]) -> str:
+    """Mean and spread (sample standard deviation) of exact match over seeds, one line per variant."""
+    lines = [f"{'norm':10s} {'schedule':14s} {'exact match: mean ± sd (min-max)':36s} perplexity: mean"]
+    for norm in NORMS:
+        for schedule in SCHEDULES:
+            rows = [r for r in runs if r["norm"] == norm and r["schedule"] == schedule]
+            exact = torch.tensor([r["exact"] for r in rows], dtype=torch.float64)
+            ppl = sum(r["perplexity"] for r in rows) / len(rows)
+            spread = exact.std().item() if len(rows) > 1 else 0.0
+            lines.append(
+                f"{norm:10s} {schedule:14s} {exact.mean():6.1%} ± {spread:5.1%} ({exact.min():.1%}-{exact.max():.1%})"
+                f"{'':10s}{ppl:.3f}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)), help="seeds (default: 0-9)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    runs = []
+    for seed in args.seeds:
+        for norm in NORMS:
+            for schedule in SCHEDULES:
+                runs.append(run(seed, schedule, norm))
+                print(runs[-1], flush=True)
+    seconds = time.perf_counter() - start
+    print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
+    record = {
+        "command": "python benchmarks/warmup_ablation.py --seeds " + " ".join(map(str, args.seeds)),
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "machine": platform.machine(),
+        "threads": 1,
+        "warmup_steps": WARMUP,
+        "runtime_s": round(seconds, 1),
+        "runs": runs,
+    }
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(record, indent=1) + "\n")
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
