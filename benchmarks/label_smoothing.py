@@ -17,13 +17,12 @@ spreads. Writes benchmarks/results/label_smoothing.json.
 
 import argparse
 import copy
-import json
 import pathlib
-import platform
 import time
 
 import torch
 import torch.nn.functional as F
+from common import held_out_perplexity, save
 
 import helpers
 from helpers.decoding import greedy_decode
@@ -66,16 +65,12 @@ def run(seed, label_smoothing, test_numbers, test_batch):
         out = greedy_decode(m, test_batch["src"], bos_id, eos_id, 10, test_batch["src_mask"])
         return sum(to_tokens(ids) == ref for ids, ref in zip(out, references, strict=True)) / len(references)
 
-    model.eval()
-    with torch.no_grad():
-        logits = model(test_batch["src"], shift_right(test_batch["tgt"], bos_id), test_batch["src_mask"])
-        nll = F.cross_entropy(logits.flatten(0, 1), test_batch["tgt"].flatten(), ignore_index=0)
     return {
         "seed": seed,
         "label_smoothing": label_smoothing,
         "exact_last": exact(model),
         "exact_averaged": exact(averaged),
-        "perplexity": nll.exp().item(),
+        "perplexity": held_out_perplexity(model, test_batch, bos_id),
         "seconds": round(time.perf_counter() - start, 1),
     }
 
@@ -96,18 +91,7 @@ def main():
         for ls in SMOOTHING:
             rows.append(run(seed, ls, test_numbers, test_batch))
             print(rows[-1], flush=True)
-    OUT.parent.mkdir(exist_ok=True)
-    record = {
-        "command": "python benchmarks/label_smoothing.py --seeds " + " ".join(map(str, args.seeds)),
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "machine": platform.machine(),
-        "threads": 1,
-        "runtime_s": round(time.perf_counter() - start, 1),
-        "runs": rows,
-    }
-    OUT.write_text(json.dumps(record, indent=1) + "\n")
-    print("wrote", OUT)
+    save(OUT, "label_smoothing.py", args.seeds, rows, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,12 @@ benchmarks/results/shared_kv_heads.json.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
-import platform
 import time
 
 import torch
 import torch.nn.functional as F
+from common import held_out_perplexity, save
 
 from helpers.decoder import KVCache
 from helpers.decoding import greedy_decode
@@ -65,15 +64,13 @@ def run(seed: int, num_kv_heads: int, steps: int = 300, d: int = 32) -> dict:
     model.eval()
     cache = KVCache()
     with torch.no_grad():
-        logits = model(test_batch["src"], shift_right(test_batch["tgt"], bos_id), test_batch["src_mask"])
-        nll = F.cross_entropy(logits.flatten(0, 1), test_batch["tgt"].flatten(), ignore_index=0)
         memory, _ = model.encode(test_batch["src"][:1])
         model.decode(torch.tensor([[bos_id]]), memory, cache=cache)  # one sentence, one target token
     return {
         "seed": seed,
         "num_kv_heads": num_kv_heads,
         "exact": exact,
-        "perplexity": nll.exp().item(),
+        "perplexity": held_out_perplexity(model, test_batch, bos_id),
         "parameters": sum(p.numel() for p in model.parameters()),
         "encoder_parameters": sum(p.numel() for p in model.encoder.parameters()),
         "decoder_parameters": sum(p.numel() for p in model.decoder.parameters()),
@@ -110,19 +107,14 @@ def main() -> None:
             print(runs[-1], flush=True)
     seconds = time.perf_counter() - start
     print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
-    record = {
-        "command": "python benchmarks/shared_kv_heads.py --seeds " + " ".join(map(str, args.seeds)),
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "machine": platform.machine(),
-        "threads": 1,
-        "shared_in": "decoder self- and cross-attention (the encoder stays multi-head)",
-        "runtime_s": round(seconds, 1),
-        "runs": runs,
-    }
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=1) + "\n")
-    print("wrote", OUT)
+    save(
+        OUT,
+        "shared_kv_heads.py",
+        args.seeds,
+        runs,
+        seconds,
+        shared_in="decoder self- and cross-attention (the encoder stays multi-head)",
+    )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,12 @@ benchmarks/results/warmup_ablation.json.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
-import platform
 import time
 
 import torch
 import torch.nn.functional as F
+from common import held_out_perplexity, save
 
 from helpers.decoding import greedy_decode
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
@@ -76,16 +75,12 @@ def run(seed: int, schedule: str, norm: str, steps: int = 300, d: int = 32) -> d
         scheduler.step()
     decoded = greedy_decode(model, test_batch["src"], bos_id, eos_id, 8, test_batch["src_mask"])
     exact = sum(to_tokens(ids) == number_to_words(n) for ids, n in zip(decoded, test, strict=True)) / len(test)
-    model.eval()
-    with torch.no_grad():
-        logits = model(test_batch["src"], shift_right(test_batch["tgt"], bos_id), test_batch["src_mask"])
-        nll = F.cross_entropy(logits.flatten(0, 1), test_batch["tgt"].flatten(), ignore_index=0)
     return {
         "seed": seed,
         "norm": norm,
         "schedule": schedule,
         "exact": exact,
-        "perplexity": nll.exp().item(),
+        "perplexity": held_out_perplexity(model, test_batch, bos_id),
         "seconds": round(time.perf_counter() - start, 2),
     }
 
@@ -120,19 +115,7 @@ def main() -> None:
                 print(runs[-1], flush=True)
     seconds = time.perf_counter() - start
     print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
-    record = {
-        "command": "python benchmarks/warmup_ablation.py --seeds " + " ".join(map(str, args.seeds)),
-        "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "machine": platform.machine(),
-        "threads": 1,
-        "warmup_steps": WARMUP,
-        "runtime_s": round(seconds, 1),
-        "runs": runs,
-    }
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(record, indent=1) + "\n")
-    print("wrote", OUT)
+    save(OUT, "warmup_ablation.py", args.seeds, runs, seconds, warmup_steps=WARMUP)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ class Transformer(nn.Module):
     ``num_kv_heads`` (not in the paper; notebook 11) makes the decoder's self- and cross-attention grouped-query
     attention, ``num_kv_heads`` key/value heads shared by ``num_heads`` query heads (1: multi-query attention), which
     shrinks the decoder's key/value cache by ``num_heads / num_kv_heads``. The encoder's self-attention stays
-    multi-head, as in Ainslie et al. (2023, §3.1): the encoder keeps no cache and runs every position at once, so
+    multi-head, as in Ainslie et al. (2023, §2.2): the encoder keeps no cache and runs every position at once, so
     sharing there would narrow it without making decoding faster. (``helpers.encoder.Encoder`` takes
     ``num_kv_heads`` too, for an encoder built on its own.) ``None``, the default, is multi-head attention everywhere.
     """
