@@ -50,8 +50,8 @@ TESTS = {
     "reference.py": ["tests/test_attention.py", "tests/test_encoder.py"],
     "tasks.py": ["tests/test_tasks.py"],
     "efficient.py": ["tests/test_efficient.py"],
-    "decoder.py": ["tests/test_decoder.py", "tests/test_efficient.py"],
-    "transformer.py": ["tests/test_transformer.py", "tests/test_efficient.py"],
+    "decoder.py": ["tests/test_decoder.py", "tests/test_efficient.py", "tests/test_gqa_decoder_only.py"],
+    "transformer.py": ["tests/test_transformer.py", "tests/test_efficient.py", "tests/test_gqa_decoder_only.py"],
     "decoding.py": ["tests/test_decoding.py", "tests/test_efficient.py"],
     "training.py": ["tests/test_training.py"],
     "explorer.py": ["tests/test_explorer.py"],
@@ -59,6 +59,7 @@ TESTS = {
         "tests/test_exercises.py",
         "tests/test_exercises_11.py",
         "tests/test_exercises_robustness.py",
+        "tests/test_exercises_in_place.py",
         "tests/test_decoding.py",
         "tests/test_training.py",
     ],
@@ -1022,6 +1023,13 @@ MUTANTS = [
         "RTOL, ATOL = 1e-2, 1e-5",
         "checkers' relative tolerance loosened 100x",
         from_review=True,
+    ),
+    M(
+        "Q01",
+        "transformer.py",
+        "self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer)",
+        "self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer, num_kv_heads=num_kv_heads)",
+        "grouped-query attention applied to the encoder too",
     ),
 ]
 
