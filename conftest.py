@@ -24,14 +24,15 @@ torch.set_num_threads(1)
 # file handed out last keeps one worker busy while the other idles, so the slowest files (seconds, measured with
 # `pytest --durations=0` on 2 cores) are collected first; the rest keep their order.
 SLOW_FIRST = [
-    "notebooks/10_training_and_decoding.ipynb",  # ~57
-    "tests/test_site.py",  # ~45
+    "notebooks/10_training_and_decoding.ipynb",  # ~53
+    "tests/test_site.py",  # ~40
     "tests/test_browser.py",  # ~40
-    "tests/test_slides.py",  # ~25
-    "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~18
-    "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~18
+    "tests/test_slides.py",  # ~30
+    "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~20
     "notebooks/07_what_attention_learns.ipynb",  # ~15
     "notebooks/11_efficient_attention.ipynb",  # ~14
+    "notebooks/06_encoder_block.ipynb",  # ~13
+    "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~10
 ]
 
 

@@ -2,13 +2,13 @@
 
 The build runs once into a temporary folder. The index must link every notebook under notebooks/
 (solutions included) by its title; every page must load nothing from the network (MathJax is the
-local copy), show every stored figure and resolve every relative link. The last test opens the
-pages in headless Chromium with all network requests refused and checks that MathJax typeset every
-equation and every image decoded; it saves screenshots of the index and of notebook 01's page (marked ``browser``: it needs the system's Chromium, see
-tests/test_browser.py). Another browser test measures the prose at 1920x1080, a projector's screen:
-about 80-100 characters a line in markdown cells, while code may be wider. The last test drives every
-interactive attention view (helpers/explorer.py) on the pages of the notebooks that show one, clicking layers,
-heads and tokens, and checks that the page draws the weights stored in the notebook.
+local copy), show every stored figure and resolve every relative link. A browser test (marked
+``browser``: it needs the system's Chromium, see tests/test_browser.py) then opens every page in headless
+Chromium with all network requests refused. It checks that MathJax typeset every equation and every image
+decoded, drives every interactive attention view (helpers/explorer.py), clicking layers, heads and tokens,
+checks that the page draws the weights stored in the notebook, and saves screenshots of the index, of
+notebook 01's page and of each page's first view. Another browser test measures the prose at 1920x1080, a
+projector's screen: about 80-100 characters a line in markdown cells, while code may be wider.
 """
 
 from __future__ import annotations
@@ -141,26 +141,54 @@ MATHJAX_JS = """() => Promise.race([
 IMAGES_JS = """() => Array.from(document.images).map(i => ({src: i.src.slice(0, 60), width: i.naturalWidth}))"""
 
 
+def _stored_views(notebook: Path) -> list[dict]:
+    """The attention views (helpers.explorer) stored in a notebook's outputs, decoded."""
+    from helpers.explorer import read_payload
+
+    stored = json.loads(notebook.read_text())
+    return read_payload(
+        "".join(
+            "".join(o.get("data", {}).get("text/html", ""))
+            for c in stored["cells"]
+            if c["cell_type"] == "code"
+            for o in c.get("outputs", [])
+        )
+    )
+
+
 @pytest.mark.browser
 def test_site_renders_offline_in_chromium(request, tmp_path: Path):
-    from test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
+    """Every page in headless Chromium, with the network refused: MathJax typesets every equation and every image
+    shows. On the pages of notebooks with helpers.explorer's attention views, every view starts (its script replaces
+    its static figure), and clicking a layer, a head and tokens, or using the keys, draws the weights stored in the
+    notebook. (One test, so each page is loaded and typeset once: about 1 s a page on 2 cores.)"""
+    from test_browser import (
+        CHROMIUM,
+        CHROMIUM_FLAGS,
+        EXPLORER,
+        browser_env,
+        exercise_explorer,
+        offline_context,
+        require_browser,
+    )
 
     require_browser()  # before building the site, so a skip is quick
     site: Path = request.getfixturevalue("site")
     from playwright.sync_api import sync_playwright
 
-    pages = [site / "index.html"] + [_page(site, nb) for nb in NOTEBOOKS]
-    network, failed, summary = [], [], []
+    pages = {site / "index.html": None} | {_page(site, nb): nb for nb in NOTEBOOKS}
+    network, failed, errors, summary, explored = [], [], [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
         )
         try:
-            context = offline_context(browser, {"width": 1200, "height": 900}, network)
-            for path in pages:
+            context = offline_context(browser, {"width": 1400, "height": 1000}, network)
+            for path, notebook in pages.items():
                 page = context.new_page()
                 page.set_default_timeout(60_000)
                 page.on("requestfailed", lambda request: failed.append(request.url))
+                page.on("pageerror", lambda error, name=path.name: errors.append(f"{name}: {error}"))
                 page.goto(path.as_uri(), wait_until="load", timeout=60_000)
                 math = page.evaluate(MATHJAX_JS)
                 images = page.evaluate(IMAGES_JS)
@@ -182,15 +210,28 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
                         shots.append(REPORT_DIR / f"site-{path.stem}-figure.png")
                         page.screenshot(path=str(shots[1]))
                     summary.append(f"  screenshots: {', '.join(shot.name for shot in shots)}")
+                expected = _stored_views(notebook) if notebook else []
+                views = page.locator(EXPLORER + "[data-live]")
+                assert views.count() == len(expected), f"{path.name}: {views.count()} of {len(expected)} views started"
+                assert not page.locator(".attn-x-fallback").count(), f"{path.name}: a live view shows its static figure"
+                for i, data in enumerate(expected):
+                    views.nth(i).scroll_into_view_if_needed()
+                    explored.append(f"- {path.name}, view {i}: " + exercise_explorer(views.nth(i), data, page))
+                if expected:
+                    views.first.scroll_into_view_if_needed()
+                    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(REPORT_DIR / f"site-{path.stem}-explorer.png"))
                 page.close()
         finally:
             browser.close()
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "site-report.md").write_text(
-        "# Static site in headless Chromium, network refused\n\n" + "\n".join(summary) + "\n"
+        "# Static site in headless Chromium, network refused\n\n" + "\n".join(summary + explored) + "\n"
     )
+    assert explored, "no page shows an attention view (helpers.explorer)"
     assert not network, f"pages asked for the network: {network}"
     assert not failed, f"requests failed: {failed}"
+    assert not errors, f"JavaScript errors: {errors}"
 
 
 # In the page: the line length, in characters, of the longest paragraphs of markdown cells (their width
@@ -249,66 +290,3 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
         )
     assert found["code"] > 1.5 * found["prose"], f"code cells should be free to be wider than prose: {found}"
     assert not network, f"the page asked for the network: {network}"
-
-
-@pytest.mark.browser
-def test_attention_views_in_the_site(request, tmp_path: Path):
-    """The pages of the notebooks that show helpers.explorer's attention view: every view starts (its script
-    replaces its static figure), and clicking a layer, a head and tokens, or using the keys, draws the weights
-    stored in the notebook, with the network refused."""
-    from test_browser import (
-        CHROMIUM,
-        CHROMIUM_FLAGS,
-        EXPLORER,
-        _explorer_notebooks,
-        browser_env,
-        exercise_explorer,
-        offline_context,
-        require_browser,
-    )
-
-    from helpers.explorer import read_payload
-
-    require_browser()
-    notebooks = _explorer_notebooks()
-    if not notebooks:
-        pytest.skip("no notebook shows an attention view (helpers.explorer)")
-    site: Path = request.getfixturevalue("site")
-    from playwright.sync_api import sync_playwright
-
-    network, errors, summary = [], [], []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
-        )
-        try:
-            context = offline_context(browser, {"width": 1400, "height": 1000}, network)
-            for notebook in notebooks:
-                stored = json.loads(notebook.read_text())
-                outputs = "".join(
-                    "".join(o.get("data", {}).get("text/html", ""))
-                    for c in stored["cells"]
-                    if c["cell_type"] == "code"
-                    for o in c.get("outputs", [])
-                )
-                expected = read_payload(outputs)
-                page = context.new_page()
-                page.on("pageerror", lambda error: errors.append(str(error)))
-                page.goto(_page(site, notebook).as_uri(), wait_until="load", timeout=60_000)
-                views = page.locator(EXPLORER + "[data-live]")
-                assert views.count() == len(expected) >= 1, (
-                    f"{notebook.name}: {views.count()} of {len(expected)} started"
-                )
-                assert not page.locator(".attn-x-fallback").count(), "a live view still shows its static figure"
-                for i, data in enumerate(expected):
-                    views.nth(i).scroll_into_view_if_needed()
-                    summary.append(f"{notebook.name}, view {i}: " + exercise_explorer(views.nth(i), data, page))
-                views.first.scroll_into_view_if_needed()
-                REPORT_DIR.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(REPORT_DIR / f"site-{notebook.stem}-explorer.png"))
-                page.close()
-        finally:
-            browser.close()
-    print("\n".join(summary))
-    assert not network, f"the pages asked for the network: {network}"
-    assert not errors, f"JavaScript errors: {errors}"
