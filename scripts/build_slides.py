@@ -51,9 +51,10 @@ Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 ca
   sizes slide guides give for the back of a room; a line too long for the slide wraps with a hanging
   indent (never a horizontal scroll bar) and nothing scrolls. Code longer than MAX_LINES screen lines is
   cut at blank lines into consecutive sub-slides, and printed output that would not fit under its code
-  gets a sub-slide of its own. On a slide still too full, or for a printed line too wide, the deck's
-  script (slides_template/deck.html.j2) shrinks code and output, to 3/4 at most (22 px on screen); a
-  wider printed line then wraps at spaces, never inside a number.
+  gets a sub-slide of its own. A printed line too wide for the slide wraps at spaces at full size (never
+  inside a number) when the slide has the height and the line is not a table row; otherwise the deck's
+  script (slides_template/deck.html.j2) shrinks the output, to 26 px on screen at most, and then wraps
+  it. On a slide still too full it shrinks the code, to 3/4 at most (22 px on screen).
 - The navigation arrows show only in the speaker view, so they never cover the projected slide; the slide
   number sits bottom left in the slide's bottom padding.
 

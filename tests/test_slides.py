@@ -37,10 +37,12 @@ PRESENTED = sorted((ROOT / "notebooks").glob("0[1-4]_*.ipynb")) + sorted((ROOT /
 MIN_SLIDES = 15  # slides and sub-slides per deck
 SLIDE_TYPES = {"slide", "subslide", "fragment", "skip", "notes", "-"}
 # Readable from the back of a room of 60 on a 1920x1080 projector, in screen pixels (scripts/slides_template/
-# slides.css: prose 37 px and code 29 px; the deck's script may shrink the code and output of a crowded slide
-# to 3/4 of that, 21.6 px, and no further), and a figure at least 40% of the slide's height (or 90% of its width).
+# slides.css: prose 37 px and code 29 px; the deck's script may shrink the code of a crowded slide to 3/4 of
+# that, 21.6 px, and printed output, which the room reads, to 26 px, and no further), and a figure at least 40%
+# of the slide's height (or 90% of its width).
 MIN_CODE_PX = 21.5
 MIN_TEXT_PX = 28
+MIN_OUTPUT_PX = 26  # printed output: what the room reads off a slide (a verdict, a table) needs more than code
 MIN_FIGURE_SHARE = 0.4
 SCREEN = {"width": 1920, "height": 1080}
 
@@ -289,11 +291,12 @@ STEP_THROUGH_JS = """([minFigureShare]) => {
             if (style.whiteSpace !== "pre" && (style.wordBreak !== "normal" || style.overflowWrap !== "normal"))
                 problems.push(`an output may wrap inside a number (word-break ${style.wordBreak}, overflow-wrap ${style.overflowWrap})`);
         }
-        let code = Infinity, text = Infinity;
+        let code = Infinity, text = Infinity, output = Infinity;
         for (const el of onSlide) {
             if (!el.matches("pre, p, li, h1, h2, h3, h4, td, th") || !el.textContent.trim()) continue;
             const size = parseFloat(getComputedStyle(el).fontSize) * scale;
-            if (el.matches("pre")) code = Math.min(code, size); else text = Math.min(text, size);
+            if (el.matches(".jp-OutputArea-output pre")) output = Math.min(output, size);
+            else if (el.matches("pre")) code = Math.min(code, size); else text = Math.min(text, size);
         }
         for (const el of onSlide.filter(el => el.matches("pre, p, li, h1, h2, h3, h4, table, img, mjx-container"))) {
             const r = el.getBoundingClientRect();
@@ -316,6 +319,7 @@ STEP_THROUGH_JS = """([minFigureShare]) => {
             .reduce((n, el) => n + (el.innerText.match(/\\S+/g) || []).length, 0);
         records.push({name: `${h + 1}.${(v || 0) + 1}`, h, v: v || 0, problems, figures, words,
                       code: code === Infinity ? null : code, text: text === Infinity ? null : text,
+                      output: output === Infinity ? null : output,
                       notes: !!slide.querySelector("aside.notes"), hasCode: !!slide.querySelector(".jp-InputArea pre")});
     }
     return {scale, records};
@@ -359,6 +363,8 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
                         problems.append(f"code {r['code']:.1f} px on screen")
                     if r["text"] is not None and r["text"] < MIN_TEXT_PX:
                         problems.append(f"text {r['text']:.1f} px on screen")
+                    if r["output"] is not None and r["output"] < MIN_OUTPUT_PX:
+                        problems.append(f"printed output {r['output']:.1f} px on screen")
                     failures += [f"{path.name}, slide {r['name']}: {p}" for p in dict.fromkeys(problems)]
                 shares = [f["share"] for r in records for f in r["figures"]]
                 codes = [r["code"] for r in records if r["code"]]
