@@ -63,15 +63,20 @@ window.MathJax = {
 # A readable measure on a wide screen: the page is centred and at most PAGE_WIDTH wide, so code and
 # figures (up to about 1400 px at the series' 130 dpi) keep their room, while prose (paragraphs, lists,
 # headings, quotes in markdown cells) stops at PROSE_MEASURE, about 90 characters a line. Tables and
-# diagrams in markdown cells are not limited. tests/test_site.py measures the line length in Chromium.
+# diagrams in markdown cells (an image alone in its paragraph) are not limited. tests/test_site.py measures
+# the line length and a diagram's width in Chromium.
 PAGE_WIDTH = "1500px"
 PROSE_MEASURE = "72ch"
 SITE_CSS = """<style>
 body.jp-Notebook { max-width: PAGE_WIDTH; margin-left: auto; margin-right: auto; }
-.jp-RenderedMarkdown > :is(p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6) { max-width: PROSE_MEASURE; }
-.site-nav { max-width: 1100px; margin: 0.5em auto; padding: 0.4em 1em; font-family: var(--jp-ui-font-family, sans-serif);
-  font-size: 14px; display: flex; justify-content: space-between; gap: 1em; border-bottom: 1px solid #ddd; }
-.site-nav a { text-decoration: none; }
+.jp-RenderedMarkdown > :is(p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6):not(:has(> img:only-child)) {
+  max-width: PROSE_MEASURE; }
+.jp-RenderedMarkdown > p > img:only-child { max-width: 100%; }
+.site-nav { max-width: PAGE_WIDTH; margin: 0.5em auto; padding: 0.5em 1em; box-sizing: border-box;
+  font-family: var(--jp-ui-font-family, sans-serif); font-size: 16px; display: flex; justify-content: space-between;
+  gap: 1em; border-bottom: 1px solid #ddd; }
+.site-nav a { color: #1a5fb4; text-decoration: underline; text-underline-offset: 0.15em; }
+.site-nav a:hover { color: #0b3d7a; }
 </style>""".replace("PAGE_WIDTH", PAGE_WIDTH).replace("PROSE_MEASURE", PROSE_MEASURE)
 
 # nbconvert's JupyterLab template, minus everything it would fetch from a CDN: require.js (only

@@ -8,7 +8,8 @@ Chromium with all network requests refused. It checks that MathJax typeset every
 decoded, drives every interactive attention view (helpers/explorer.py), clicking layers, heads and tokens,
 checks that the page draws the weights stored in the notebook, and saves screenshots of the index, of
 notebook 01's page and of each page's first view. Another browser test measures the prose at 1920x1080, a
-projector's screen: about 80-100 characters a line in markdown cells, while code may be wider.
+projector's screen: about 80-100 characters a line in markdown cells, while code and diagrams may be wider
+(a diagram is drawn at its own width), and the navigation reads as links.
 """
 
 from __future__ import annotations
@@ -253,8 +254,17 @@ MEASURE_JS = """() => {
     const code = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea-editor'))
         .map(e => e.getBoundingClientRect().width);
     const prose = Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown p'))
+        .filter(p => p.textContent.trim())  // not a diagram's paragraph (an image alone)
         .map(p => p.getBoundingClientRect().width);
-    return {measures: measures, code: Math.max(0, ...code), prose: Math.max(0, ...prose)};
+    const diagrams = Array.from(document.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown img')).map(i => ({
+        src: i.getAttribute('src'), shown: i.getBoundingClientRect().width, natural: i.naturalWidth}));
+    const nav = Array.from(document.querySelectorAll('.site-nav a')).map(a => {
+        const style = getComputedStyle(a);
+        return {color: style.color, size: parseFloat(style.fontSize), underline: style.textDecorationLine};
+    });
+    return {measures: measures, code: Math.max(0, ...code), prose: Math.max(0, ...prose), diagrams: diagrams,
+            nav: nav, body: document.body.getBoundingClientRect().width,
+            navWidth: document.querySelector('.site-nav').getBoundingClientRect().width};
 }"""
 
 
@@ -289,4 +299,15 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
             "prose reads best at about 80-100"
         )
     assert found["code"] > 1.5 * found["prose"], f"code cells should be free to be wider than prose: {found}"
+    # a diagram is drawn at its own width (masks.svg is 1025 px), not shrunk to the prose column
+    assert found["diagrams"], f"{notebook.name} shows no diagram"
+    for diagram in found["diagrams"]:
+        assert diagram["shown"] >= min(diagram["natural"], found["code"]) - 1, f"diagram shrunk: {diagram}"
+    assert max(d["shown"] for d in found["diagrams"]) > found["prose"] + 100, found["diagrams"]
+    # the nav reads as links (coloured, underlined, 16 px) and lines up with the page
+    assert found["nav"] and all(
+        a["size"] >= 16 and "underline" in a["underline"] and a["color"] not in ("rgb(0, 0, 0)", "rgba(0, 0, 0, 0.87)")
+        for a in found["nav"]
+    ), found["nav"]
+    assert abs(found["navWidth"] - min(found["body"], 1500)) < 40, (found["navWidth"], found["body"])
     assert not network, f"the page asked for the network: {network}"
