@@ -20,12 +20,27 @@ seeded cases, compares it with the reference in ``helpers`` and returns a
 - When the answer is wrong, the checker also runs deliberately wrong versions of
   the reference (the classic mistakes of attention code); if the reader's answer
   matches one of them on every case, the verdict names that mistake and how to fix
-  it. Otherwise it says where the wrong entries are and shows a way to write it.
+  it. Otherwise it says where the wrong entries are (a column, row or batch
+  pattern only when it is structural, not a coincidence of a few entries) and
+  gives a hint of the tier below.
 - A stub whose own body still raises ``NotImplementedError`` is "not attempted yet"
-  and gets a conceptual hint (what to compute, over which axis, which equation);
-  code-level hints come only with a failed attempt. A ``NotImplementedError``
-  raised deeper, in an unfinished function the answer calls, is a failure that
-  says where it was raised.
+  and gets the conceptual hint. A ``NotImplementedError`` raised deeper, in an
+  unfinished function the answer calls, is a failure that says where it was raised.
+
+Hints come in tiers, chosen by how many attempts at the exercise failed before in
+this kernel (a module-level count per exercise id, "01.1"; a stub does not count,
+a pass is counted and shown as "(attempt 3)" but resets nothing):
+
+1. the first failure that no named mistake explains gets the conceptual hint: which
+   equation, which axis, what to print to see the difference;
+2. the second gets a hint in code: which functions, which shapes, not assembled;
+3. the third and later get a reference solution, line by line.
+
+A failure that names a mistake gives its diagnosis on every attempt. A solution is
+also there on request, ``solution("01.1")`` or ``verdict.solution()``, and
+``reset_attempts()`` forgets the counts (of one exercise, or all). The verdict's
+text depends only on the answer and the count, so a notebook that runs a checker
+several times stores the same outputs on every Run All (each starts a fresh kernel).
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
+import inspect
 import itertools
 import linecache
 import math
@@ -74,6 +90,8 @@ __all__ = [
     "check_reverse_targets",
     "check_shift_right",
     "check_split_heads",
+    "reset_attempts",
+    "solution",
 ]
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
@@ -87,17 +105,28 @@ RTOL, ATOL = 1e-4, 1e-5  # float comparisons: |actual - expected| <= ATOL + RTOL
 @dataclass
 class Verdict:
     """What a checker found. ``status`` is "passed", "failed" or "not attempted";
-    ``mistake`` names the recognised classic mistake (or ``None``)."""
+    ``mistake`` names the recognised classic mistake (or ``None``); ``attempt`` counts this exercise's attempts in
+    this kernel, this one included (0 for "not attempted", which does not count)."""
 
     exercise: str
     status: str
     message: str
     mistake: str | None = None
     details: list[str] = field(default_factory=list)
+    attempt: int = 0
 
     @property
     def passed(self) -> bool:
         return self.status == PASSED
+
+    @property
+    def exercise_id(self) -> str:
+        """The exercise's number, "01.1"."""
+        return _exercise_id(self.exercise)
+
+    def solution(self) -> _Code:
+        """A reference solution of this verdict's exercise, as code (shown as text by a notebook cell)."""
+        return solution(self.exercise_id)
 
     def __str__(self) -> str:
         lines = [f"{self.exercise}: {self.message}", *(f"  {line}" for line in self.details)]
@@ -126,6 +155,9 @@ class _Case:
     # True where the results span orders of magnitude (learning rates): "close" then means a small error relative
     # to each entry, not a small absolute one
     relative: bool = False
+    # ("step", [1, 38, ...]): what the entries of a 1-D result stand for, so that the verdict says "at step 38", not
+    # "at index (1,)"
+    labels: tuple[str, list] | None = None
 
 
 @dataclass
@@ -135,6 +167,120 @@ class _ErrorHint:
     key: str
     matches: Callable[[BaseException], bool]
     diagnosis: str
+
+
+# --- hints in tiers, and the attempts that choose them -------------------------------------------
+
+
+class _Code(str):
+    """Code as text: a notebook cell shows it as it is, not as a quoted string."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
+
+
+@dataclass(frozen=True)
+class _Hints:
+    """An exercise's hints, from the one that gives least away to the solution.
+
+    ``concept``: what to compute, over which axis, by which equation, and what to print to see a difference (for a
+    stub, and for the first failed attempt that no named mistake explains); ``code``: which functions and shapes,
+    not assembled into the answer (the second such attempt); ``solution``: a reference solution, one line of code a
+    line (the third, or :func:`solution` at any time)."""
+
+    concept: str
+    code: str
+    solution: str
+
+
+_HINTS: dict[str, _Hints] = {}  # exercise id ("01.1") -> its hints
+
+_ATTEMPTS: dict[str, list[bool]] = {}
+"""Each exercise's attempts in this kernel, in order, True for a pass: ``{"01.1": [False, False, True]}``. A stub
+("not attempted") does not count; a pass is recorded and resets nothing."""
+
+
+def _hints(exercise_id: str, concept: str, code: str, solution: str) -> _Hints:
+    hints = _HINTS[exercise_id] = _Hints(concept, code, solution)
+    return hints
+
+
+def _exercise_id(exercise: str) -> str:
+    """ "01.1" from "Exercise 01.1 attention" (or from "01.1" itself)."""
+    found = re.search(r"\d\d\.\d", exercise)
+    return found.group(0) if found else exercise
+
+
+def solution(exercise: str) -> _Code:
+    """A reference solution of a checked exercise, ``solution("01.1")``, as code: the body of the exercise's
+    function (or its class, for 03.3). Other ways to write it pass as well."""
+    key = _exercise_id(str(exercise))
+    if key not in _HINTS:
+        raise ValueError(f"no checked exercise {exercise!r}; the checked ones are {', '.join(sorted(_HINTS))}.")
+    return _Code(_HINTS[key].solution)
+
+
+def reset_attempts(exercise: str | None = None) -> None:
+    """Forget the attempts counted for one exercise (``reset_attempts("01.1")``) or, with no argument, for all of
+    them: the next failed attempt gets the conceptual hint again."""
+    if exercise is None:
+        _ATTEMPTS.clear()
+    else:
+        _ATTEMPTS.pop(_exercise_id(exercise), None)
+
+
+_TIERED_HINT = "\x00tiered hint"  # a placeholder among a verdict's details: _record puts this attempt's hint there
+
+
+def _tiered(hints: _Hints, failures: int, exercise_id: str) -> list[str]:
+    """The hint for the ``failures``-th failed attempt at an exercise that no named mistake explains."""
+    ask = f'helpers.exercises.solution("{exercise_id}")'
+    if failures <= 1:
+        return [
+            f"Hint: {hints.concept}",
+            f"(Failed attempt 1 at {exercise_id}: a second adds a hint in code, a third a solution; {ask} shows one "
+            "now.)",
+        ]
+    if failures == 2:
+        return [
+            f"Hint in code: {hints.code}",
+            f"(Failed attempt 2 at {exercise_id}: a third shows a solution; {ask} shows it now.)",
+        ]
+    return [
+        f"Hint in code: {hints.code}",
+        f"A solution (failed attempt {failures} at {exercise_id}):",
+        *(f"    {line}" for line in hints.solution.splitlines()),
+    ]
+
+
+def _record(verdict: Verdict) -> Verdict:
+    """Count the attempt (a stub does not count) and put the hint of this attempt's tier into the verdict."""
+    if verdict.status == NOT_ATTEMPTED:
+        return verdict
+    exercise_id = verdict.exercise_id
+    history = _ATTEMPTS.setdefault(exercise_id, [])
+    history.append(verdict.passed)
+    verdict.attempt = len(history)
+    if verdict.passed and len(history) > 1:
+        verdict.message = f"{verdict.message.rstrip('.')} (attempt {len(history)})."
+    if _TIERED_HINT in verdict.details:
+        at = verdict.details.index(_TIERED_HINT)
+        hints = _HINTS.get(exercise_id)
+        verdict.details[at : at + 1] = _tiered(hints, history.count(False), exercise_id) if hints else []
+    return verdict
+
+
+def _counted(checker: Callable) -> Callable:
+    """A public checker that counts its attempts and tiers its hints (:func:`_record`)."""
+
+    @functools.wraps(checker)
+    def counted(*args, **kwargs) -> Verdict:
+        return _record(checker(*args, **kwargs))
+
+    return counted
 
 
 # --- running the reader's code: fresh inputs, a time limit, where an error was raised ----------
@@ -453,8 +599,9 @@ def _same(a: list, b: list, exact_dtype: str | None = None) -> bool:
     return len(a) == len(b) and all(_same_one(x, y, exact_dtype) for x, y in zip(a, b, strict=True))
 
 
-def _indices(flags: torch.Tensor) -> str:
-    """'1, 3', '0-122' (a run of 3 or more), '0-3, 7, 9, ...': the first four runs of True entries."""
+def _indices(flags: torch.Tensor, labels: list | None = None) -> str:
+    """'1, 3', '0-122' (a run of 3 or more), '0-3, 7, 9, ...': the first four runs of True entries, each entry
+    named by its index or, given ``labels``, by its label (10.1's step numbers)."""
     found = flags.nonzero().flatten().tolist()
     runs: list[list[int]] = []
     for index in found:
@@ -462,14 +609,35 @@ def _indices(flags: torch.Tensor) -> str:
             runs[-1].append(index)
         else:
             runs.append([index])
+    name = (lambda i: str(labels[i])) if labels is not None else str
     parts = []
     for run in runs:
-        parts.extend([f"{run[0]}-{run[-1]}"] if len(run) >= 3 else map(str, run))
+        parts.extend([f"{name(run[0])}-{name(run[-1])}"] if len(run) >= 3 else map(name, run))
     return ", ".join(parts[:4]) + (", ..." if len(parts) > 4 else "")
 
 
-def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor]) -> str:
-    """Where the wrong entries are, in a few words: 'only in the odd columns (last axis)' ('' when no pattern)."""
+def _plural(flags: torch.Tensor, one: str, many: str) -> str:
+    return one if int(flags.sum()) == 1 else many
+
+
+def _structural(wrong: torch.Tensor, axis: int) -> tuple[torch.Tensor, bool]:
+    """Which slices along ``axis`` hold a wrong entry, and whether that is a pattern rather than a coincidence:
+    there are at least two slices, not all of them are wrong, and each wrong slice is wrong in at least half of its
+    entries (a wrong column, for instance, in at least half of the rows), so that a few scattered wrong entries
+    that happen to fall into, say, the odd columns are not reported as 'only in the odd columns'."""
+    slices = wrong.movedim(axis, 0).reshape(wrong.shape[axis], -1)
+    hit = slices.any(1)
+    if slices.shape[0] < 2 or hit.all() or slices.shape[1] < 2:
+        return hit, False
+    counts = slices.sum(1)
+    return hit, bool((2 * counts[hit] >= slices.shape[1]).all())
+
+
+def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor], labels: tuple[str, list] | None = None) -> str:
+    """Where the wrong entries are, in a few words: 'only in the odd columns (last axis)', 'only at index 3' ('' when
+    there is no pattern). A column, row or batch pattern is said only when it is structural (see
+    :func:`_structural`); otherwise a few wrong entries are listed by index. ``labels`` ("step", [1, 38, ...]) name
+    the entries of a 1-D result (10.1's sampled steps)."""
     for label, region in regions.items():
         try:
             inside = torch.broadcast_to(region, wrong.shape)
@@ -477,26 +645,43 @@ def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor]) -> str:
             continue
         if inside.any() and not (wrong & ~inside).any():
             return f"only in {label}"
-    if wrong.dim() == 1 and wrong.shape[0] >= 2:
-        if not wrong.all():
-            return f"only in entries {_indices(wrong)}"
-    elif wrong.dim() >= 2 and wrong.shape[-1] >= 2:
-        columns = wrong.reshape(-1, wrong.shape[-1]).any(0)
-        if not columns.all():
-            if columns[1::2].all() and not columns[0::2].any():
+    if wrong.dim() == 0:
+        return ""
+    if wrong.dim() == 1:
+        if wrong.shape[0] < 2 or wrong.all():
+            return ""
+        if labels is not None:
+            word, names = labels
+            return f"only at {_plural(wrong, word, word + 's')} {_indices(wrong, names)}"
+        return f"only at {_plural(wrong, 'index', 'indices')} {_indices(wrong)}"
+    if wrong.shape[-1] >= 2:
+        columns, structural = _structural(wrong.reshape(-1, wrong.shape[-1]), 1)
+        if structural:
+            if wrong.shape[-1] >= 4 and columns[1::2].all() and not columns[0::2].any():
                 return "only in the odd columns (last axis)"
-            if columns[0::2].all() and not columns[1::2].any():
+            if wrong.shape[-1] >= 4 and columns[0::2].all() and not columns[1::2].any():
                 return "only in the even columns (last axis)"
-            return f"only in columns {_indices(columns)} (last axis)"
-    if wrong.dim() >= 2 and wrong.shape[-2] >= 2:
-        rows = wrong.movedim(-2, 0).reshape(wrong.shape[-2], -1).any(1)
-        if not rows.all():
-            return f"only in rows {_indices(rows)} (axis -2)"
+            return f"only in {_plural(columns, 'column', 'columns')} {_indices(columns)} (last axis)"
+    if wrong.shape[-2] >= 2:
+        rows, structural = _structural(wrong, -2)
+        if structural:
+            return f"only in {_plural(rows, 'row', 'rows')} {_indices(rows)} (axis -2)"
     if wrong.dim() >= 3 and wrong.shape[0] >= 2:
-        batch = wrong.reshape(wrong.shape[0], -1).any(1)
-        if not batch.all():
-            return f"only in batch entries {_indices(batch)} (axis 0)"
+        batch, structural = _structural(wrong, 0)
+        if structural:
+            return f"only in {_plural(batch, 'batch entry', 'batch entries')} {_indices(batch)} (axis 0)"
+    if 0 < int(wrong.sum()) <= 3:
+        at = [str(tuple(index)) for index in wrong.nonzero().tolist()]
+        return f"only at {_plural(wrong, 'index', 'indices')} {_and(at)}"
     return ""
+
+
+def _at(where: tuple, case: _Case) -> str:
+    """'at index (1, 0)', or 'at step 38' where the case names its entries."""
+    if case.labels is not None and len(where) == 1:
+        word, names = case.labels
+        return f"at {word} {names[where[0]]}"
+    return f"at index {where}"
 
 
 def _value(t: torch.Tensor, where: tuple) -> str:
@@ -564,7 +749,7 @@ def _difference(
             continue
         kinds.add("values")
         k, total = int(wrong.sum()), wrong.numel()
-        pattern = _pattern(wrong, case.regions)
+        pattern = _pattern(wrong, case.regions, case.labels)
         if k == total:
             count = "shape right, its one entry differs" if total == 1 else f"shape right, all {total} entries differ"
         else:
@@ -574,7 +759,7 @@ def _difference(
             nan = torch.isnan(x) & ~torch.isnan(y)
             if nan.any():
                 kinds.add("nan")
-                nan_pattern = _pattern(nan, case.regions)
+                nan_pattern = _pattern(nan, case.regions, case.labels)
                 lines.append(
                     f"{label}: contains NaN in {int(nan.sum())} of {total} entries"
                     f"{f', {nan_pattern}' if nan_pattern else ''}; expected none."
@@ -584,13 +769,13 @@ def _difference(
             where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
             largest = diff.max().item()
             line = (
-                f"{label}: {count}; largest difference {largest:.4g} at index {where} "
+                f"{label}: {count}; largest difference {largest:.4g} {_at(where, case)} "
                 f"(expected {_value(y, where)}, got {_value(x, where)})"
             )
             if case.relative:  # a small absolute difference can be a large relative one (a tiny early rate)
                 relative = (diff / y.double().abs()).nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
                 at = tuple(int(i) for i in torch.unravel_index(relative.argmax(), relative.shape))
-                line += f"; largest relative difference {100 * relative.max().item():.3g}% at index {at}"
+                line += f"; largest relative difference {100 * relative.max().item():.3g}% {_at(at, case)}"
             if _close(x, y, wrong, case.relative):
                 line += f"; close, but outside the tolerance (rtol={RTOL:g}, atol={ATOL:g})"
             if x.dtype != y.dtype:
@@ -599,7 +784,7 @@ def _difference(
         else:
             where = tuple(wrong.nonzero()[0].tolist())
             lines.append(
-                f"{label}: {count}; first at index {where} (expected {_value(y, where)}, got {_value(x, where)})"
+                f"{label}: {count}; first {_at(where, case)} (expected {_value(y, where)}, got {_value(x, where)})"
             )
     if names and len(names) > 1 and lines:
         bad = [
@@ -649,17 +834,17 @@ _VIEW_ERROR = _ErrorHint(
 )
 
 
-def _error_verdict(exercise, subject, error, error_hints, recipe) -> Verdict:
+def _error_verdict(exercise, subject, error, error_hints) -> Verdict:
     where = _where_raised(error)
     details = [f"Raised in {where}."] if where else []
     message = f"{subject} raised {type(error).__name__}: {_short(error)}"
     for hint in (*error_hints, _VIEW_ERROR):
         if hint.matches(error):
             return Verdict(exercise, FAILED, message, hint.key, [*details, f"Likely mistake: {hint.diagnosis}"])
-    return Verdict(exercise, FAILED, message, None, [*details, f"Hint: {recipe}"])
+    return Verdict(exercise, FAILED, message, None, [*details, _TIERED_HINT])
 
 
-def _run(exercise, answer, subject, args, codes, hint, recipe, error_hints):
+def _run(exercise, answer, subject, args, codes, hints, error_hints):
     """Call the answer once; return ``(result, None)`` or ``(None, Verdict)`` for an error, a timeout or a stub.
 
     ``subject`` starts the verdict's message: 'case "n=4"', or 'MyMultiHeadAttention(12, 3)'."""
@@ -690,7 +875,7 @@ def _run(exercise, answer, subject, args, codes, hint, recipe, error_hints):
                 ],
             )
         if _raised_by_stub(error, codes):
-            return None, Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hint}"])
+            return None, Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hints.concept}"])
         where = _where_raised(error) or "a function your answer calls"
         return None, Verdict(
             exercise,
@@ -703,7 +888,7 @@ def _run(exercise, answer, subject, args, codes, hint, recipe, error_hints):
             ],
         )
     except (Exception, SystemExit) as error:  # the reader's code raised: show it, do not crash the notebook
-        return None, _error_verdict(exercise, subject, error, error_hints, recipe)
+        return None, _error_verdict(exercise, subject, error, error_hints)
 
 
 def _check(
@@ -712,8 +897,7 @@ def _check(
     reference: Callable,
     cases: list[_Case],
     mistakes: list[_Mistake],
-    hint: str,
-    recipe: str,
+    hints: _Hints,
     names: tuple[str, ...] | None = None,
     error_hints: tuple[_ErrorHint, ...] = (),
     codes: set | None = None,
@@ -724,8 +908,8 @@ def _check(
 ) -> Verdict:
     """Run ``answer`` on every case (fresh inputs, time limit), compare it with ``reference`` and diagnose.
 
-    ``hint`` is the conceptual hint for a stub; ``recipe`` the code-level one, shown only after a failed attempt
-    that no named mistake explains. ``notes`` are appended to a failed verdict (e.g. parameters the checker did
+    ``hints`` are the exercise's hints: a stub gets the conceptual one; a failed attempt that no named mistake
+    explains gets a placeholder that :func:`_record` fills with its tier's hint. ``notes`` are appended to a failed verdict (e.g. parameters the checker did
     not fill). ``names`` name the results, ``inputs`` the arguments (as the exercise's stub does): an argument the
     answer changed in place fails the answer, by that name, with ``in_place_why`` (what goes wrong, and the fix)
     after it, or a generic reason. ``exact_dtype`` (e.g. "the dtype of `targets`"): a result must have the
@@ -759,10 +943,10 @@ def _check(
     answers = []
     for case in cases:
         subject = f'case "{case.name}"'
-        hints = (*case.error_hints, *error_hints)
+        case_hints = (*case.error_hints, *error_hints)
         args = _fresh(case.args)
         saved = _fresh(args)  # a second copy: what the inputs were before the call
-        actual, verdict = _run(exercise, answer, subject, args, codes, hint, recipe, hints)
+        actual, verdict = _run(exercise, answer, subject, args, codes, hints, case_hints)
         if verdict is not None:
             return told(verdict)
         found = _changed_inputs(case.name, args, saved)
@@ -788,13 +972,13 @@ def _check(
             )
         answers.append(values)
     try:
-        verdict = _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes, exact_dtype)
+        verdict = _compare(exercise, reference, cases, answers, mistakes, names, count, notes, exact_dtype)
     except Exception as error:  # a result the comparison cannot handle must not crash the notebook
         verdict = Verdict(exercise, FAILED, f"could not compare your result ({type(error).__name__}: {_short(error)}).")
     return told(verdict)
 
 
-def _compare(exercise, reference, cases, answers, mistakes, recipe, names, count, notes, exact_dtype) -> Verdict:
+def _compare(exercise, reference, cases, answers, mistakes, names, count, notes, exact_dtype) -> Verdict:
     expected = [_outputs(reference(*_fresh(case.args)), count) for case in cases]
     failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i], exact_dtype)]
     if not failed:
@@ -818,7 +1002,7 @@ def _compare(exercise, reference, cases, answers, mistakes, recipe, names, count
             details.append(f"Likely mistake, besides the dtype: {mistake.diagnosis}")
             return Verdict(exercise, FAILED, message, mistake.key, details)
     if kinds & {"shape", "values"}:
-        details.append(f"Hint: {recipe}")
+        details.append(_TIERED_HINT)
     return Verdict(exercise, FAILED, message, None, [*details, *notes])
 
 
@@ -918,6 +1102,42 @@ _TRANSPOSE_1_2_ERROR = _ErrorHint(
 )
 
 
+def _own_source(error: BaseException) -> str:
+    """The source of the innermost function of the reader's own code in the traceback ('' when unknown)."""
+    own = [tb for tb in _frames(error) if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY_DIRS)]
+    if not own:
+        return ""
+    try:
+        return inspect.getsource(own[-1].tb_frame.f_code)
+    except (OSError, TypeError):
+        return _raising_line(error)
+
+
+_DOT_T_ERROR = _ErrorHint(
+    ".T on batched input",
+    lambda error: isinstance(error, RuntimeError) and bool(re.search(r"\.T\b", _own_source(error))),
+    "`.T` reverses all the axes of a tensor: it is the transpose only of a 2-D one. On a batched key "
+    "(B, m, d_k) it gives (d_k, m, B), not (B, d_k, m), so the product fails from the first batched case on "
+    "(PyTorch also warns that .T on other than 2 dimensions is deprecated). Swap only the last two axes, "
+    "key.transpose(-2, -1) (or key.mT), which works for any number of leading axes.",
+)
+
+_ATTENTION_HINTS = _hints(
+    "01.1",
+    "Eq. 1 (§3.2.1): score every query against every key with a dot product, divide by sqrt(d_k), turn each "
+    "query's scores into weights with a softmax over the keys (the last axis), and return the weighted average "
+    "of the values together with the weights. Use only the last two axes, so any leading axes ride along. To see "
+    "a difference, print weights.sum(-1): each query's weights sum to 1, over the keys.",
+    "key.transpose(-2, -1) swaps the last two axes whatever comes before them (key.T reverses every axis of a "
+    "batched key), so query @ key.transpose(-2, -1) is (..., n, m); torch.softmax(..., dim=-1) normalises each "
+    "query's row; weights @ value is (..., n, d_v).",
+    "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., n, m)\n"
+    "weights = torch.softmax(scores, dim=-1)  # each query's weights sum to 1 over the keys\n"
+    "return weights @ value, weights  # (..., n, d_v), (..., n, m)",
+)
+
+
+@_counted
 def check_attention(attention: Callable) -> Verdict:
     """Exercise 01.1: ``attention(query, key, value) -> (output, weights)``, Eq. 1 without a mask."""
     cases = [
@@ -931,13 +1151,9 @@ def check_attention(attention: Callable) -> Verdict:
         scaled_dot_product_attention,
         cases,
         ATTENTION_MISTAKES,
-        "Eq. 1 (§3.2.1): score every query against every key with a dot product, divide by sqrt(d_k), turn each "
-        "query's scores into weights with a softmax over the keys (the last axis), and return the weighted average "
-        "of the values together with the weights. Use only the last two axes, so any leading axes ride along.",
-        "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]); weights = torch.softmax(scores, "
-        "dim=-1); return weights @ value, weights.",
+        _ATTENTION_HINTS,
         names=("output", "weights"),
-        error_hints=(_TRANSPOSE_1_2_ERROR,),
+        error_hints=(_TRANSPOSE_1_2_ERROR, _DOT_T_ERROR),
         inputs=("query", "key", "value"),
     )
 
@@ -975,6 +1191,22 @@ _LENGTHS_ROW_ERROR = _ErrorHint(
 )
 
 
+_PADDING_MASK_HINTS = _hints(
+    "02.1",
+    "key j of sequence b is real when j < lengths[b] (positions start at 0). Compare a row of positions "
+    "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
+    "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths). To see a difference, "
+    "print your mask for lengths [2, 0] and max_len 3: row 0 is True, True, False and row 1 all False.",
+    "the pieces: torch.arange(max_len), a row (max_len,); torch.as_tensor(lengths)[:, None], a column (B, 1); a "
+    "comparison of the two broadcasts to (B, max_len) (which comparison is the exercise); .unsqueeze(1) then "
+    "gives (B, 1, max_len).",
+    "positions = torch.arange(max_len)  # (max_len,)\n"
+    "column = torch.as_tensor(lengths)[:, None]  # (B, 1)\n"
+    "return (positions < column).unsqueeze(1)  # (B, max_len) -> (B, 1, max_len), True at the real keys",
+)
+
+
+@_counted
 def check_padding_mask(make_padding_mask: Callable) -> Verdict:
     """Exercise 02.1: ``make_padding_mask(lengths, max_len) -> (B, 1, max_len)`` boolean, True at real keys.
 
@@ -1020,10 +1252,7 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
         padding_mask,
         cases,
         mistakes,
-        "key j of sequence b is real when j < lengths[b] (positions start at 0). Compare a row of positions "
-        "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
-        "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths).",
-        "(torch.arange(max_len) < torch.as_tensor(lengths)[:, None]).unsqueeze(1): (B, max_len), then (B, 1, max_len).",
+        _PADDING_MASK_HINTS,
         error_hints=(_LIST_ERROR, _LENGTHS_ROW_ERROR),
         inputs=("lengths", "max_len"),
     )
@@ -1139,6 +1368,23 @@ _BOOLEAN_INDEX_ERROR = _ErrorHint(
 )
 
 
+_MASKED_ATTENTION_HINTS = _hints(
+    "02.2",
+    "Eq. 1 with a mask (§3.2.3): before the softmax, make every score where the mask is False so negative that "
+    "its weight comes out 0, and still finite; after the softmax, make sure a query with no allowed key ends "
+    "with all-zero weights (so a zero output), neither NaN nor uniform weights over the padding. To see a "
+    "difference, print weights.sum(-1): 1 for a query with an allowed key, 0 for a query with none.",
+    "the tools: scores.masked_fill(~mask, value) broadcasts a (B, 1, m) or (n, m) mask over the scores; "
+    "torch.finfo(scores.dtype).min is the most negative finite float (no NaN, unlike -inf, on a row with no "
+    "allowed key); the same masked_fill with 0.0 on the weights zeroes what the softmax still gave the masked keys.",
+    "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., n, m)\n"
+    "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # finite: no NaN on a fully masked row\n"
+    "weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)  # no allowed key: all zeros\n"
+    "return weights @ value, weights",
+)
+
+
+@_counted
 def check_masked_attention(masked_attention: Callable) -> Verdict:
     """Exercise 02.2: ``masked_attention(query, key, value, mask) -> (output, weights)``, True = may attend."""
     return _check(
@@ -1147,13 +1393,9 @@ def check_masked_attention(masked_attention: Callable) -> Verdict:
         scaled_dot_product_attention,
         _masked_cases(),
         MASKED_ATTENTION_MISTAKES,
-        "Eq. 1 with a mask (§3.2.3): before the softmax, make every score where the mask is False so negative that "
-        "its weight comes out 0, and still finite; after the softmax, make sure a query with no allowed key ends "
-        "with all-zero weights (so a zero output), neither NaN nor uniform weights over the padding.",
-        "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k); fill them where ~mask with "
-        "torch.finfo(scores.dtype).min; softmax over dim=-1; then set the weights where ~mask to 0.0.",
+        _MASKED_ATTENTION_HINTS,
         names=("output", "weights"),
-        error_hints=(_BOOLEAN_INDEX_ERROR,),
+        error_hints=(_BOOLEAN_INDEX_ERROR, _DOT_T_ERROR),
         inputs=("query", "key", "value", "mask"),
     )
 
@@ -1220,6 +1462,22 @@ SPLIT_MISTAKES = [
 ]
 
 
+_SPLIT_HINTS = _hints(
+    "03.1",
+    "head i takes the contiguous block of d_k = d_model // num_heads features i*d_k .. (i+1)*d_k - 1 "
+    "(§3.2.2). First give the features their own head axis, then move the head axis in front of the "
+    "positions, so each head is its own (n, d_k) matrix: (B, h, n, d_k). To see a difference, split a tensor "
+    "whose features are numbered 0 .. d_model - 1 (like notebook 03's `tagged`): head 0 must hold features "
+    "0 .. d_k - 1 of every position.",
+    "which shape comes first? (B, n, h, d_k): the last axis split in two (view or unflatten); then which two axes "
+    "to swap (transpose) to reach (B, h, n, d_k)?",
+    "B, n, d_model = x.shape\n"
+    "d_k = d_model // num_heads\n"
+    "return x.view(B, n, num_heads, d_k).transpose(1, 2)  # (B, n, d_model) -> (B, n, h, d_k) -> (B, h, n, d_k)",
+)
+
+
+@_counted
 def check_split_heads(split_heads: Callable) -> Verdict:
     """Exercise 03.1: ``split_heads(x (B, n, d_model), num_heads) -> (B, h, n, d_k)``."""
     cases = [
@@ -1232,10 +1490,7 @@ def check_split_heads(split_heads: Callable) -> Verdict:
         _split_reference,
         cases,
         SPLIT_MISTAKES,
-        "head i takes the contiguous block of d_k = d_model // num_heads features i*d_k .. (i+1)*d_k - 1 "
-        "(§3.2.2). First give the features their own head axis, then move the head axis in front of the "
-        "positions, so each head is its own (n, d_k) matrix: (B, h, n, d_k).",
-        "x.view(B, n, num_heads, d_k) (or x.unflatten(-1, (num_heads, d_k))), then .transpose(1, 2).",
+        _SPLIT_HINTS,
         inputs=("x", "num_heads"),
     )
 
@@ -1245,6 +1500,19 @@ def _combine_reference(x):
     return x.transpose(1, 2).reshape(B, n, h * d_k)
 
 
+_COMBINE_HINTS = _hints(
+    "03.2",
+    "the inverse of splitting, and the paper's Concat (§3.2.2): bring the positions back in front of the heads, "
+    "(B, n, h, d_k), then merge the last two axes so head 0's d_k features come first, then head 1's. "
+    "`flatten` or `reshape` can do the merge.",
+    "(B, h, n, d_k) -> (B, n, h, d_k) swaps axes 1 and 2 (transpose); then .flatten(2), or .reshape with "
+    "h * d_k, merges the last two (.view fails after a transpose, which is not contiguous).",
+    "B, h, n, d_k = x.shape\n"
+    "return x.transpose(1, 2).reshape(B, n, h * d_k)  # (B, h, n, d_k) -> (B, n, h, d_k) -> (B, n, h * d_k)",
+)
+
+
+@_counted
 def check_combine_heads(combine_heads: Callable) -> Verdict:
     """Exercise 03.2: ``combine_heads(x (B, h, n, d_k)) -> (B, n, h * d_k)``, the inverse of splitting."""
     g = _generator(7)
@@ -1312,11 +1580,7 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
         _combine_reference,
         cases,
         mistakes,
-        "the inverse of splitting, and the paper's Concat (§3.2.2): bring the positions back in front of the heads, "
-        "(B, n, h, d_k), then merge the last two axes so head 0's d_k features come first, then head 1's. "
-        "`flatten` or `reshape` can do the merge.",
-        "x.transpose(1, 2).flatten(2), or x.transpose(1, 2).reshape(B, n, h * d_k): (B, n, h, d_k), then merged. "
-        "(`.view` fails after the transpose, which is not contiguous.)",
+        _COMBINE_HINTS,
         inputs=("x",),
     )
 
@@ -1385,6 +1649,34 @@ def _parameter_problems(answer: nn.Module, reference: nn.Module) -> tuple[list[s
     return problems, key if problems else None, extra
 
 
+_MHA_HINTS = _hints(
+    "03.3",
+    "§3.2.2: project query, key and value with w_q, w_k, w_v (queries from `query`, keys from `key`, values "
+    "from `value`); split each into h heads of d_k = d_model / h features; run Eq. 1 in every head at once, "
+    "scaled by sqrt(d_k) of one head; concatenate the heads back to d_model features; project with w_o.",
+    "each projection is (B, length, d_model), with length n for the queries and m = key.shape[1] for the keys "
+    "and values; split it as in 03.1 to (B, h, length, d_k); scaled_dot_product_attention from helpers.attention "
+    "runs Eq. 1 in every head at once; merge the heads as in 03.2 before w_o.",
+    "class MyMultiHeadAttention(nn.Module):\n"
+    "    def __init__(self, d_model, num_heads):\n"
+    "        super().__init__()\n"
+    "        self.num_heads, self.d_k = num_heads, d_model // num_heads\n"
+    "        self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)\n"
+    "        self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)\n"
+    "\n"
+    "    def forward(self, query, key, value):\n"
+    "        B, n, d_model = query.shape\n"
+    "\n"
+    "        def split(x):  # (B, length, d_model) -> (B, h, length, d_k)\n"
+    "            return x.view(B, x.shape[1], self.num_heads, self.d_k).transpose(1, 2)\n"
+    "\n"
+    "        q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))\n"
+    "        out, weights = scaled_dot_product_attention(q, k, v)  # from helpers.attention\n"
+    "        return self.w_o(out.transpose(1, 2).reshape(B, n, d_model)), weights",
+)
+
+
+@_counted
 def check_multi_head_attention(module_class: type) -> Verdict:
     """Exercise 03.3: a class ``module_class(d_model, num_heads)`` with ``nn.Linear`` layers ``w_q, w_k, w_v, w_o``
     whose ``forward(query, key, value)`` returns ``(output (B, n, d_model), weights (B, h, n, m))``.
@@ -1394,16 +1686,6 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     is off) and compares it on self-attention and on cross-attention with different key and value tensors. An
     instance passed instead of the class is accepted (a copy of it is checked)."""
     exercise = "Exercise 03.3 multi-head attention"
-    hint = (
-        "§3.2.2: project query, key and value with w_q, w_k, w_v (queries from `query`, keys from `key`, values "
-        "from `value`); split each into h heads of d_k = d_model / h features; run Eq. 1 in every head at once, "
-        "scaled by sqrt(d_k) of one head; concatenate the heads back to d_model features; project with w_o."
-    )
-    recipe = (
-        "q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value)) with split = "
-        "view(B, length, h, d_k).transpose(1, 2); out, weights = scaled_dot_product_attention(q, k, v); "
-        "return self.w_o(out.transpose(1, 2).reshape(B, n, d_model)), weights."
-    )
     with torch.random.fork_rng():  # leave the reader's random state alone
         torch.manual_seed(8)
         reference = MultiHeadAttention(12, 3)
@@ -1423,7 +1705,7 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     elif isinstance(module_class, type):
         name = getattr(module_class, "__name__", "your class")
         codes = _answer_codes(module_class.__init__)
-        answer, verdict = _run(exercise, module_class, f"{name}(12, 3)", (12, 3), codes, hint, recipe, ())
+        answer, verdict = _run(exercise, module_class, f"{name}(12, 3)", (12, 3), codes, _MHA_HINTS, ())
         if verdict is not None:
             return verdict
         if not isinstance(answer, nn.Module):
@@ -1525,8 +1807,7 @@ def check_multi_head_attention(module_class: type) -> Verdict:
             reference,
             cases,
             mistakes,
-            hint,
-            recipe,
+            _MHA_HINTS,
             names=("output", "weights"),
             notes=tuple(notes),
             inputs=("query", "key", "value"),
@@ -1536,6 +1817,18 @@ def check_multi_head_attention(module_class: type) -> Verdict:
 # --- notebook 04: causal masks ---------------------------------------------------------------
 
 
+_CAUSAL_HINTS = _hints(
+    "04.1",
+    "row i is a query and column j a key; query i may see the keys j <= i, never a later one (§3.2.3). Which "
+    "triangle of an (n, n) boolean matrix is that, and is the diagonal in it? To see a difference, print your "
+    "mask for n = 4: row 0 has one True, row 3 four.",
+    "start from torch.ones(n, n, dtype=torch.bool) and keep one triangle, .tril() or .triu() (each keeps the "
+    "diagonal unless told otherwise); or compare a column of query positions with a row of key positions.",
+    "return torch.ones(n, n, dtype=torch.bool).tril()  # True where key j <= query i, the diagonal included",
+)
+
+
+@_counted
 def check_causal_mask(make_causal_mask: Callable) -> Verdict:
     """Exercise 04.1: ``make_causal_mask(n) -> (n, n)`` boolean, True where query i may attend to key j <= i."""
     cases = [_Case("n=1", (1,)), _Case("n=4", (4,)), _Case("n=7", (7,))]
@@ -1565,10 +1858,7 @@ def check_causal_mask(make_causal_mask: Callable) -> Verdict:
         causal_mask,
         cases,
         mistakes,
-        "row i is a query and column j a key; query i may see the keys j <= i, never a later one (§3.2.3). Which "
-        "triangle of an (n, n) boolean matrix is that, and is the diagonal in it?",
-        "torch.ones(n, n, dtype=torch.bool).tril() (tril keeps the lower triangle, diagonal included), or "
-        "torch.arange(n)[:, None] >= torch.arange(n).",
+        _CAUSAL_HINTS,
         inputs=("n",),
     )
 
@@ -1576,7 +1866,7 @@ def check_causal_mask(make_causal_mask: Callable) -> Verdict:
 # --- notebook 05: positional encoding --------------------------------------------------------
 
 
-def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=0, start=0):
+def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=0, start=0, doubled=False):
     position = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
     if per_dimension:  # every dimension j its own exponent j / d_model (or 2j / d_model, per_dimension=2)
         angle = position / 10000.0 ** (per_dimension * torch.arange(d_model, dtype=torch.float64) / d_model)
@@ -1584,7 +1874,7 @@ def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimensi
         pe[:, 0::2], pe[:, 1::2] = torch.sin(angle[:, 0::2]), torch.cos(angle[:, 1::2])
         return pe.float()
     dims = torch.arange(0, d_model, 2, dtype=torch.float64)
-    exponent = (dims / 2) / d_model if exponent_dim else dims / d_model
+    exponent = (dims / 2) / d_model if exponent_dim else (2 * dims if doubled else dims) / d_model
     angle = position / 10000.0**exponent
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.cos(angle) if swap else torch.sin(angle)
@@ -1592,6 +1882,25 @@ def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimensi
     return pe.float()
 
 
+_PE_HINTS = _hints(
+    "05.1",
+    "§3.5: the dimensions come in pairs (2i, 2i + 1) that share one frequency, 1 / 10000^(2i / d_model); the even "
+    "one holds the sine of position × frequency, the odd one the cosine. Positions are 0 .. max_len - 1. To see "
+    "a difference, print your first two rows: row 0 is 0, 1, 0, 1, ..., and in row 1 the columns 2i and 2i + 1 "
+    "are the sine and the cosine of one angle (their squares sum to 1).",
+    "broadcasting builds the table: a column of positions (max_len, 1) against a row of the even column indices "
+    "(d_model / 2,), torch.arange(0, d_model, 2), which already are the paper's 2i; the sines go into pe[:, 0::2], "
+    "the cosines of the same angles into pe[:, 1::2].",
+    "position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)\n"
+    "two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # the even columns, 2i = 0, 2, 4, ...\n"
+    "angle = position / 10000 ** (two_i / d_model)  # (max_len, d_model / 2)\n"
+    "pe = torch.zeros(max_len, d_model)\n"
+    "pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)\n"
+    "return pe",
+)
+
+
+@_counted
 def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
     """Exercise 05.1: ``make_positional_encoding(max_len, d_model) -> (max_len, d_model)``, §3.5.
 
@@ -1623,6 +1932,13 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
             "1 / 10000^(2i / d_model): with j the column, that is j - j % 2, not 2j.",
         ),
         _Mistake(
+            "2 counted twice",
+            lambda max_len, d_model: _pe_variant(max_len, d_model, doubled=True),
+            "the exponent is 2i / d_model with i already the even column index (0, 2, 4, ...), so the 2 is counted "
+            "twice: torch.arange(0, d_model, 2), or a loop over range(0, d_model, 2), already gives the paper's 2i. "
+            "Use it as it is, 10000^(2i / d_model) with 2i = 0, 2, 4, ...",
+        ),
+        _Mistake(
             "positions start at 1",
             lambda max_len, d_model: _pe_variant(max_len, d_model, start=1),
             "the positions run 1 .. max_len; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1): torch.arange(max_len).",
@@ -1642,10 +1958,7 @@ def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
         positional_encoding,
         cases,
         mistakes,
-        "§3.5: the dimensions come in pairs (2i, 2i + 1) that share one frequency, 1 / 10000^(2i / d_model); the even "
-        "one holds the sine of position × frequency, the odd one the cosine. Positions are 0 .. max_len - 1.",
-        "angle = pos / 10000 ** (two_i / d_model) with pos = torch.arange(max_len)[:, None] and two_i = "
-        "torch.arange(0, d_model, 2); pe[:, 0::2] = torch.sin(angle); pe[:, 1::2] = torch.cos(angle).",
+        _PE_HINTS,
         inputs=("max_len", "d_model"),
     )
 
@@ -1784,6 +2097,27 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
     return mistakes
 
 
+_POST_NORM_HINTS = _hints(
+    "06.1",
+    "§3.1: each sub-layer is wrapped as LayerNorm(x + Sublayer(x)): add the sub-layer's input to its output "
+    "(the residual), then normalise the sum. Attention (with the mask) and norm1 first, then the "
+    "feed-forward network and norm2.",
+    "one line per sub-layer, each normalising a sum: attention(x, mask) with norm1, then feed_forward with norm2; "
+    "the second line reads the result of the first, not the block's input.",
+    "x = norm1(x + attention(x, mask))\nreturn norm2(x + feed_forward(x))",
+)
+_PRE_NORM_HINTS = _hints(
+    "06.2",
+    "pre-norm (section 5): normalise each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)). The "
+    "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 "
+    "before the feed-forward network; the block ends with the second sum, no norm after it.",
+    "one line per sub-layer, each adding to x: the attention reads norm1 of x (with the mask), the feed-forward "
+    "network norm2 of the new x; no norm is applied to the sums.",
+    "x = x + attention(norm1(x), mask)\nreturn x + feed_forward(norm2(x))",
+)
+
+
+@_counted
 def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Verdict:
     """Exercise 06.1/06.2: ``encoder_block(x, mask, attention, feed_forward, norm1, norm2) -> (B, n, d_model)``.
 
@@ -1807,20 +2141,6 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
     ]
     reference = _pre_norm if norm_first else _post_norm
     name = "Exercise 06.2 pre-norm block" if norm_first else "Exercise 06.1 post-norm block"
-    if norm_first:
-        hint = (
-            "pre-norm (section 5): normalise each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)). The "
-            "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 "
-            "before the feed-forward network; the block ends with the second sum, no norm after it."
-        )
-        recipe = "x = x + attention(norm1(x), mask); return x + feed_forward(norm2(x))."
-    else:
-        hint = (
-            "§3.1: each sub-layer is wrapped as LayerNorm(x + Sublayer(x)): add the sub-layer's input to its output "
-            "(the residual), then normalise the sum. Attention (with the mask) and norm1 first, then the "
-            "feed-forward network and norm2."
-        )
-        recipe = "x = norm1(x + attention(x, mask)); return norm2(x + feed_forward(x))."
     with torch.no_grad():
         return _check(
             name,
@@ -1828,8 +2148,7 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
             reference,
             cases,
             _block_mistakes(norm_first, reference),
-            hint,
-            recipe,
+            _PRE_NORM_HINTS if norm_first else _POST_NORM_HINTS,
             inputs=("x", "mask", "attention", "feed_forward", "norm1", "norm2"),
         )
 
@@ -1859,6 +2178,22 @@ def _out_of_row(error: BaseException) -> bool:
     return isinstance(error, IndexError) or "out of bounds" in text or "out of range" in text
 
 
+_REVERSE_HINTS = _hints(
+    "07.1",
+    "reverse each row within its own length (flipping the whole row is right only without padding): find, for "
+    "every position, the index of the token it takes, read the tokens at those indices, then overwrite the "
+    "padded positions with PAD.",
+    "position i of row b reads token len_b - 1 - i: a (B, n) tensor of indices from a column of lengths and a "
+    "row of positions; tokens.gather(1, indices) reads them once the negative indices at the padding are clamped "
+    "to 0; masked_fill then writes PAD where i >= len_b.",
+    "positions = torch.arange(tokens.shape[1])  # (n,)\n"
+    "source = (lengths[:, None] - 1 - positions).clamp(min=0)  # (B, n): len - 1 - i, 0 at the padding\n"
+    "targets = tokens.gather(1, source)\n"
+    "return targets.masked_fill(positions >= lengths[:, None], 0)  # PAD = 0 at the padded positions",
+)
+
+
+@_counted
 def check_reverse_targets(reverse_targets: Callable) -> Verdict:
     """Exercise 07.1: ``reverse_targets(tokens (B, n), lengths (B,)) -> targets (B, n)``.
 
@@ -1925,11 +2260,7 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
         tasks.reverse_targets,
         cases,
         mistakes,
-        "reverse each row within its own length (flipping the whole row is right only without padding): find, for "
-        "every position, the index of the token it takes, read the tokens at those indices, then overwrite the "
-        "padded positions with PAD.",
-        "source = (lengths[:, None] - 1 - torch.arange(n)).clamp(min=0); targets = tokens.gather(1, source); then "
-        "targets.masked_fill(torch.arange(n) >= lengths[:, None], PAD).",
+        _REVERSE_HINTS,
         inputs=("tokens", "lengths"),
     )
 
@@ -1947,6 +2278,12 @@ def _shift_variant(targets, bos_id, *, how="right"):
         return torch.cat([bos, targets.roll(-1, dims=1)[:, 1:]], dim=1)
     if how == "roll":
         return targets.roll(1, dims=1)
+    if how == "rolled left":  # torch.roll(targets, -1, dims=1): the first token wraps round to the end
+        return targets.roll(-1, dims=1)
+    if how == "rolled left flattened":  # torch.roll(targets, -1) without dims
+        return targets.roll(-1)
+    if how == "roll flattened":  # torch.roll(targets, 1) without dims rolls the flattened tensor
+        return targets.roll(1)
     if how == "overwrite":
         return torch.cat([bos, targets[:, 1:]], dim=1)
     if how == "longer":
@@ -1982,13 +2319,20 @@ def _shift_mistakes() -> list[_Mistake]:
     return [
         *(
             _Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
-            for how in ("left", "left, bos last", "rolled left, bos first")
+            for how in ("left", "left, bos last", "rolled left, bos first", "rolled left", "rolled left flattened")
         ),
         _Mistake(
             "rolled",
             lambda t, b: _shift_variant(t, b, how="roll"),
             "torch.roll moves the last token (<eos> or <pad>) to the front instead of inserting <bos>: put bos_id "
             "first and drop the last position.",
+        ),
+        _Mistake(
+            "rolled",
+            lambda t, b: _shift_variant(t, b, how="roll flattened"),
+            "torch.roll(targets, 1) without dims rolls the flattened tensor, so position 0 of each row gets the "
+            "last token of the row before (and no <bos>). Give the axis, dims=1, and then write bos_id into "
+            "position 0; or build the result with torch.cat: <bos> first, then targets[:, :-1].",
         ),
         _Mistake(
             "first token overwritten",
@@ -2027,6 +2371,19 @@ def _shift_mistakes() -> list[_Mistake]:
     ]
 
 
+_SHIFT_HINTS = _hints(
+    "09.1",
+    "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
+    "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
+    "into position 0, and which target position no longer fits?",
+    "join two pieces along the positions, torch.cat(..., dim=1): a (B, 1) column of bos_id with the targets' "
+    "dtype (torch.full_like), and the targets with one position dropped (which one, the first or the last?).",
+    "bos = torch.full_like(targets[:, :1], bos_id)  # (B, 1), the targets' dtype\n"
+    "return torch.cat([bos, targets[:, :-1]], dim=1)  # (B, n): <bos>, then targets 0 .. n - 2",
+)
+
+
+@_counted
 def check_shift_right(shift_right: Callable) -> Verdict:
     """Exercise 09.1: ``shift_right(targets (B, n), bos_id) -> decoder input (B, n)`` (§3.1, teacher forcing).
 
@@ -2039,10 +2396,7 @@ def check_shift_right(shift_right: Callable) -> Verdict:
         reference,
         _shift_cases(),
         _shift_mistakes(),
-        "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
-        "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
-        "into position 0, and which target position no longer fits?",
-        "bos = torch.full_like(targets[:, :1], bos_id); return torch.cat([bos, targets[:, :-1]], dim=1).",
+        _SHIFT_HINTS,
         inputs=("targets", "bos_id"),
         in_place_why="the loss would then compare predictions with shifted tokens. Build a new tensor (e.g. torch.cat).",
         exact_dtype="the dtype of `targets`",
@@ -2278,6 +2632,21 @@ def _decoder_mistakes() -> list[_Mistake]:
     return mistakes
 
 
+_DECODER_HINTS = _hints(
+    "09.2",
+    "§3.1: three sub-layers, each wrapped as LayerNorm(x + Sublayer(x)): masked self-attention over x "
+    "(with self_mask) and norm1; then cross-attention with queries from the decoder and keys and values "
+    "from memory (with memory_mask) and norm2; then the feed-forward network and norm3.",
+    "the post-norm encoder block of 06.1 with a third line between its two: self_attention(x, self_mask) with "
+    "norm1; cross_attention(queries, keys_and_values, memory_mask), the queries from the decoder's x and the keys "
+    "and values from memory, with norm2; feed_forward with norm3. Each line reads the x of the line before.",
+    "x = norm1(x + self_attention(x, self_mask))\n"
+    "x = norm2(x + cross_attention(x, memory, memory_mask))\n"
+    "return norm3(x + feed_forward(x))",
+)
+
+
+@_counted
 def check_decoder_block(decoder_block: Callable) -> Verdict:
     """Exercise 09.2: the paper's post-norm decoder layer (§3.1) from its parts.
 
@@ -2292,11 +2661,7 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
             _decoder_block_variant,
             _decoder_cases(),
             _decoder_mistakes(),
-            "§3.1: three sub-layers, each wrapped as LayerNorm(x + Sublayer(x)): masked self-attention over x "
-            "(with self_mask) and norm1; then cross-attention with queries from the decoder and keys and values "
-            "from memory (with memory_mask) and norm2; then the feed-forward network and norm3.",
-            "x = norm1(x + self_attention(x, self_mask)); x = norm2(x + cross_attention(x, memory, memory_mask)); "
-            "return norm3(x + feed_forward(x)).",
+            _DECODER_HINTS,
             inputs=(
                 "x",
                 "memory",
@@ -2348,16 +2713,19 @@ def _in_peak_units(rate: Callable) -> Callable:
 def _rate_cases() -> list[_Case]:
     """Rates span more than three orders of magnitude: the cases are ``relative`` ("close" means within 1% of
     each rate)."""
+    sampled, every = torch.arange(1, 30001, 37, dtype=torch.float64), torch.arange(1, 601, dtype=torch.float64)
     return [
         _Case(
             "steps 1..30000, d_model=512, warmup_steps=4000",
-            (torch.arange(1, 30001, 37, dtype=torch.float64), 512, 4000),
+            (sampled, 512, 4000),
             relative=True,
+            labels=("step", [int(step) for step in sampled.tolist()]),
         ),
         _Case(
             "steps 1..600, d_model=16, warmup_steps=50",
-            (torch.arange(1, 601, dtype=torch.float64), 16, 50),
+            (every, 16, 50),
             relative=True,
+            labels=("step", [int(step) for step in every.tolist()]),
         ),
     ]
 
@@ -2411,6 +2779,17 @@ def _rate_mistakes() -> list[_Mistake]:
     return [_Mistake(m.key, _in_peak_units(m.wrong), m.diagnosis) for m in mistakes]
 
 
+_RATE_HINTS = _hints(
+    "10.1",
+    "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
+    "square root that decays after it, both scaled by one factor that depends on the model's width.",
+    "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
+    "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
+    "return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)  # Eq. 3, step by step",
+)
+
+
+@_counted
 def check_rate(rate: Callable) -> Verdict:
     """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
 
@@ -2422,14 +2801,11 @@ def check_rate(rate: Callable) -> Verdict:
         _in_peak_units(_rate_variant),
         _rate_cases(),
         _rate_mistakes(),
-        "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
-        "square root that decays after it, both scaled by one factor that depends on the model's width.",
-        "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
-        "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
+        _RATE_HINTS,
         codes=_answer_codes(rate) if callable(rate) else set(),
         notes=(
-            "The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2; index i is "
-            "step 1 + 37 i in the first case (every 37th step) and step i + 1 in the second.",
+            "The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2; the first case "
+            "samples every 37th step, the second every step.",
         ),
         inputs=("steps", "d_model", "warmup_steps"),
     )
@@ -2510,6 +2886,17 @@ def _score_mistakes() -> list[_Mistake]:
     return mistakes
 
 
+_SCORE_HINTS = _hints(
+    "10.2",
+    "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
+    "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
+    "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
+    "and where alpha goes in GNMT's formula.",
+    "lp = ((5 + lengths) / 6) ** alpha  # GNMT's length penalty; |Y| counts <eos>\nreturn sum_log_p / lp",
+)
+
+
+@_counted
 def check_length_penalty(score: Callable) -> Verdict:
     """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
     return _check(
@@ -2518,10 +2905,7 @@ def check_length_penalty(score: Callable) -> Verdict:
         _score_variant,
         _score_cases(),
         _score_mistakes(),
-        "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
-        "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
-        "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
-        "and where alpha goes in GNMT's formula.",
+        _SCORE_HINTS,
         inputs=("sum_log_p", "lengths", "alpha"),
     )
 
@@ -2723,6 +3107,23 @@ def _online_mistakes() -> list[_Mistake]:
     ]
 
 
+_ONLINE_HINTS = _hints(
+    "11.1",
+    "the softmax's normaliser of a row is the sum of exp(entry - max). When a block arrives, the max can only "
+    "grow: it becomes the larger of the old max and the block's largest entry. The old sum was measured against "
+    "the old max, so re-express it against the new one (a factor of at most 1) before adding the block's own "
+    "terms, measured against the new max too. A row that has seen only -inf entries (masked) stays (-inf, 0).",
+    "the new max is torch.maximum of the running max and block.amax(dim=-1), (R,); the old sum's factor "
+    "exp(running_max - new_max) and the block's terms exp(block - new_max[:, None]) (summed over the last axis) "
+    "both need a finite stand-in where the new max is -inf (torch.where or masked_fill).",
+    "new_max = torch.maximum(running_max, block.amax(dim=-1))  # (R,)\n"
+    "shift = torch.where(new_max == -math.inf, torch.zeros_like(new_max), new_max)  # finite where -inf\n"
+    "new_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[:, None]).sum(dim=-1)\n"
+    "return new_max, new_sum",
+)
+
+
+@_counted
 def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
     """Exercise 11.1: ``online_softmax_update(running_max (R,), running_sum (R,), block (R, b)) -> (new_max, new_sum)``.
 
@@ -2738,13 +3139,7 @@ def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
         _folded(reference),
         _online_cases(),
         _online_mistakes(),
-        "the softmax's normaliser of a row is the sum of exp(entry - max). When a block arrives, the max can only "
-        "grow: it becomes the larger of the old max and the block's largest entry. The old sum was measured against "
-        "the old max, so re-express it against the new one (a factor of at most 1) before adding the block's own "
-        "terms, measured against the new max too. A row that has seen only -inf entries (masked) stays (-inf, 0).",
-        "take the new max with torch.maximum of the old max and block.amax(dim=-1); multiply the old sum by "
-        "exp(old_max - new_max) and add the block's exp(block - new_max) summed over its last axis (new_max[:, None] "
-        "broadcasts over the block); where the new max is -inf, subtract 0 instead (torch.where or masked_fill).",
+        _ONLINE_HINTS,
         names=("new_max", "new_sum"),
         codes=_answer_codes(fn) if callable(fn) else set(),
         inputs=("running_max", "running_sum", "block", "block_size"),
@@ -2785,6 +3180,7 @@ def _cached_variant(
             "lower right": lambda: causal_mask(n, past=t),
             "top left": lambda: torch.ones(n, t + n, dtype=torch.bool).tril(),
             "own key excluded": lambda: torch.ones(n, t + n, dtype=torch.bool).tril(t - 1),
+            "one key ahead": lambda: torch.ones(n, t + n, dtype=torch.bool).tril(t + 1),
             "inverted": lambda: ~causal_mask(n, past=t),
         }[mask]()
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
@@ -2891,6 +3287,13 @@ def _cached_mistakes() -> list[_Mistake]:
             )
             for empty in ("uniform", "zero")
         ),
+        _Mistake(
+            "causal mask one key ahead",
+            lambda *a: v(*a, mask="one key ahead"),
+            "the causal mask is off by one the other way: each new query also sees the key after its own (j <= t + "
+            "i + 1, as causal_mask(n_new, past=t + 1) or tril(diagonal=t + 1) give). Query i may see keys j <= t + i: "
+            "causal_mask(n_new, past=t), with t = cache_k.shape[-2] the cached positions.",
+        ),
         *(
             _Mistake(
                 "causal mask inverted",
@@ -2932,6 +3335,24 @@ def _cached_mistakes() -> list[_Mistake]:
     ]
 
 
+_CACHED_HINTS = _hints(
+    "11.2",
+    "the n_new new positions come after the t cached ones. Extend the cached keys and values with the new "
+    "ones, in time order, and let each new query attend (Eq. 1, §3.2.1) to every cached key and to the new keys "
+    "up to and including its own position, never to a later one. Return the output and the extended caches, "
+    "which the next step starts from.",
+    "the caches grow along the positions axis, dim=-2, the cached positions first (torch.cat); the mask of n_new "
+    "queries against t + n_new keys is (n_new, t + n_new) and aligned to the bottom right, causal_mask(n_new, "
+    "past=t) from helpers.masks (is_causal=True aligns it to the top left).",
+    "keys = torch.cat([cache_k, k_new], dim=-2)  # (B, h, t + n_new, d_k)\n"
+    "values = torch.cat([cache_v, v_new], dim=-2)  # (B, h, t + n_new, d_v)\n"
+    "mask = causal_mask(q_new.shape[-2], past=cache_k.shape[-2])  # (n_new, t + n_new), from helpers.masks\n"
+    "output, _ = scaled_dot_product_attention(q_new, keys, values, mask)  # from helpers.attention\n"
+    "return output, keys, values",
+)
+
+
+@_counted
 def check_cached_attention(cached_attention: Callable) -> Verdict:
     """Exercise 11.2: ``cached_attention(q_new, k_new, v_new, cache_k, cache_v) -> (output, cache_k, cache_v)``.
 
@@ -2945,13 +3366,7 @@ def check_cached_attention(cached_attention: Callable) -> Verdict:
         _cached_reference,
         _cached_cases(),
         _cached_mistakes(),
-        "the n_new new positions come after the t cached ones. Extend the cached keys and values with the new "
-        "ones, in time order, and let each new query attend (Eq. 1, §3.2.1) to every cached key and to the new keys "
-        "up to and including its own position, never to a later one. Return the output and the extended caches, "
-        "which the next step starts from.",
-        "join with torch.cat([cache_k, k_new], dim=-2) (and the same for the values); then Eq. 1 over all t + n_new "
-        "keys with a causal mask aligned to the bottom right, causal_mask(n_new, past=t) from helpers.masks "
-        "(query i sees keys j <= t + i), as scaled_dot_product_attention(q_new, keys, values, mask) does.",
+        _CACHED_HINTS,
         names=("output", "cache_k", "cache_v"),
         error_hints=(_CAT_AXIS_ERROR, _STACK_ERROR),
         inputs=("q_new", "k_new", "v_new", "cache_k", "cache_v"),
@@ -3057,6 +3472,22 @@ def _grouped_mistakes() -> list[_Mistake]:
     ]
 
 
+_GROUPED_HINTS = _hints(
+    "11.3",
+    "grouped-query attention (Ainslie et al., 2023): the h query heads form h_kv groups of h // h_kv "
+    "consecutive heads, and each group shares one key/value head, so query head i uses key/value head "
+    "i // (h // h_kv). Each query head then runs Eq. 1 (§3.2.1) as usual, with its own queries.",
+    "give each query head its key/value head by repeating every key/value head h // h_kv times next to itself "
+    "along the heads axis (repeat_interleave on dim=1; .repeat tiles them instead, the wrong groups), then Eq. 1 "
+    "as in notebook 01.",
+    "group = q.shape[1] // k.shape[1]  # h // h_kv query heads share each key/value head\n"
+    "k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, m, d)\n"
+    "weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (B, h, n, m)\n"
+    "return weights @ v",
+)
+
+
+@_counted
 def check_grouped_attention(grouped_attention: Callable) -> Verdict:
     """Exercise 11.3: ``grouped_attention(q (B, h, n, d_k), k (B, h_kv, m, d_k), v (B, h_kv, m, d_v)) -> (B, h, n, d_v)``.
 
@@ -3069,11 +3500,6 @@ def check_grouped_attention(grouped_attention: Callable) -> Verdict:
         _grouped_reference,
         _grouped_cases(),
         _grouped_mistakes(),
-        "grouped-query attention (Ainslie et al., 2023): the h query heads form h_kv groups of h // h_kv "
-        "consecutive heads, and each group shares one key/value head, so query head i uses key/value head "
-        "i // (h // h_kv). Each query head then runs Eq. 1 (§3.2.1) as usual, with its own queries.",
-        "give each query head its key/value head by repeating every key/value head h // h_kv times next to itself "
-        "along the heads axis, k.repeat_interleave(h // h_kv, dim=1) (and the same for v), then Eq. 1 as in "
-        "notebook 01.",
+        _GROUPED_HINTS,
         inputs=("q", "k", "v"),
     )

@@ -305,8 +305,13 @@ def test_length_penalty_checker_accepts_gnmt_and_names_each_mistake():
 def test_length_penalty_checker_hints_only_part_of_the_answer():
     from helpers import exercises as ex
 
-    verdict = str(ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6) ** a * 1.3))
+    ex.reset_attempts("10.2")
+    verdict = str(ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6) ** a * 1.3))  # the first: conceptual
+    assert "§6.1" in verdict and "lp(Y)" not in verdict and "((5 + lengths) / 6) ** alpha" not in verdict
+    verdict = str(ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6) ** a * 1.3))  # the second: in code
     assert "lp(Y)" in verdict and "((5 + lengths) / 6) ** alpha" not in verdict
+    verdict = str(ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6) ** a * 1.3))  # the third: a solution
+    assert "((5 + lengths) / 6) ** alpha" in verdict
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

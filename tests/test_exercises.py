@@ -561,3 +561,274 @@ def test_softmax_over_dim_0_and_the_doubled_2_of_the_encoding_are_named():
 
     verdict = ex.check_positional_encoding(pe_2j)
     assert verdict.mistake == "2 counted twice" and "j - j % 2" in str(verdict), verdict
+
+
+# --- hints in tiers (issue 19): the concept, then code, then a solution ------------------------------
+
+
+def attention_doubled_output(q, k, v):  # a mistake no variant names
+    out, w = attention_right(q, k, v)
+    return 2 * out, w
+
+
+def test_hints_come_in_tiers_and_a_stub_does_not_count():
+    assert ex.check_attention(stub).status == "not attempted"  # not counted
+    first, second, third, fourth = (ex.check_attention(attention_doubled_output) for _ in range(4))
+    assert [v.attempt for v in (first, second, third, fourth)] == [1, 2, 3, 4]
+    assert "Hint: Eq. 1 (§3.2.1)" in str(first) and "Hint in code" not in str(first)
+    assert 'helpers.exercises.solution("01.1")' in str(first) and "A solution" not in str(first)
+    assert "Hint in code: key.transpose(-2, -1)" in str(second) and "A solution" not in str(second)
+    assert "torch.softmax(scores, dim=-1)" not in str(second)  # a nudge, not the answer
+    for verdict in (third, fourth):
+        assert "A solution (failed attempt" in str(verdict) and "    weights = torch.softmax(scores, dim=-1)" in str(
+            verdict
+        )
+    passed = ex.check_attention(attention_right)
+    assert passed.passed and passed.attempt == 5 and passed.message == "all 3 cases passed (attempt 5)."
+    again = ex.check_attention(attention_doubled_output)  # a pass resets nothing
+    assert "A solution (failed attempt 5 at 01.1)" in str(again)
+    assert str(again) == str(ex.check_attention(attention_doubled_output)).replace("attempt 6", "attempt 5")
+
+
+def test_a_named_mistake_keeps_its_diagnosis_on_every_attempt():
+    texts = [str(ex.check_attention(attention_unscaled)) for _ in range(4)]
+    for text in texts:
+        assert "Likely mistake: the scores are not divided by sqrt(d_k)" in text and "Hint" not in text, text
+        assert "A solution" not in text
+    assert len(set(texts)) == 1  # the same words every time
+    # the failures still count: the next unnamed failure is the fifth, and shows a solution
+    assert "A solution (failed attempt 5 at 01.1)" in str(ex.check_attention(attention_doubled_output))
+
+
+def test_attempts_are_counted_per_exercise_and_can_be_reset():
+    ex.check_attention(attention_doubled_output)
+    ex.check_attention(attention_doubled_output)
+    assert "Hint: key j of sequence b" in str(ex.check_padding_mask(lambda lengths, m: torch.zeros(3, 1, m).bool()))
+    ex.reset_attempts("01.1")
+    assert ex.check_attention(attention_doubled_output).attempt == 1
+    assert ex.check_padding_mask(lambda lengths, m: torch.zeros(3, 1, m).bool()).attempt == 2
+    ex.check_encoder_block(lambda x, mask, *parts: x)  # 06.1 and 06.2 are counted apart
+    assert ex.check_encoder_block(lambda x, mask, *parts: x, norm_first=True).attempt == 1
+    ex.reset_attempts()
+    assert ex.check_padding_mask(lambda lengths, m: torch.zeros(3, 1, m).bool()).attempt == 1
+
+
+def test_a_solution_is_given_only_when_asked_for():
+    text = ex.solution("01.1")
+    assert "torch.softmax(scores, dim=-1)" in text and repr(text) == str(text)  # shown as code, not as a string
+    verdict = ex.check_attention(attention_doubled_output)
+    assert verdict.solution() == text and "torch.softmax(scores, dim=-1)" not in str(verdict)
+    assert ex.solution("Exercise 05.1 positional encoding") == ex.solution("05.1")
+    with pytest.raises(ValueError, match=r"01\.1"):
+        ex.solution("12.1")
+
+
+def _answer_from_solution(exercise_id, signature):
+    """The reader's function (or class) made of the solution's lines, in a notebook's namespace."""
+    from helpers.attention import scaled_dot_product_attention
+    from helpers.masks import causal_mask
+
+    namespace = {
+        "math": math,
+        "torch": torch,
+        "nn": nn,
+        "scaled_dot_product_attention": scaled_dot_product_attention,
+        "causal_mask": causal_mask,
+    }
+    code = ex.solution(exercise_id)
+    if signature is None:  # a class
+        exec(code, namespace)
+        return namespace["MyMultiHeadAttention"]
+    body = "".join(f"    {line}\n" for line in code.splitlines())
+    exec(f"def answer({signature}):\n{body}", namespace)
+    return namespace["answer"]
+
+
+SOLUTIONS = {
+    "01.1": (ex.check_attention, "query, key, value"),
+    "02.1": (ex.check_padding_mask, "lengths, max_len"),
+    "02.2": (ex.check_masked_attention, "query, key, value, mask"),
+    "03.1": (ex.check_split_heads, "x, num_heads"),
+    "03.2": (ex.check_combine_heads, "x"),
+    "03.3": (ex.check_multi_head_attention, None),
+    "04.1": (ex.check_causal_mask, "n"),
+    "05.1": (ex.check_positional_encoding, "max_len, d_model"),
+    "06.1": (ex.check_encoder_block, "x, mask, attention, feed_forward, norm1, norm2"),
+    "06.2": (
+        lambda answer: ex.check_encoder_block(answer, norm_first=True),
+        "x, mask, attention, feed_forward, norm1, norm2",
+    ),
+    "07.1": (ex.check_reverse_targets, "tokens, lengths"),
+    "09.1": (ex.check_shift_right, "targets, bos_id"),
+    "09.2": (
+        ex.check_decoder_block,
+        "x, memory, self_mask, memory_mask, self_attention, cross_attention, feed_forward, norm1, norm2, norm3",
+    ),
+    "10.1": (ex.check_rate, "steps, d_model, warmup_steps"),
+    "10.2": (ex.check_length_penalty, "sum_log_p, lengths, alpha"),
+    "11.1": (ex.check_online_softmax_update, "running_max, running_sum, block"),
+    "11.2": (ex.check_cached_attention, "q_new, k_new, v_new, cache_k, cache_v"),
+    "11.3": (ex.check_grouped_attention, "q, k, v"),
+}
+
+
+def test_every_checked_exercise_has_hints_in_three_tiers():
+    assert sorted(ex._HINTS) == sorted(SOLUTIONS)
+    for exercise_id, hints in ex._HINTS.items():
+        assert hints.concept and hints.code and hints.solution, exercise_id
+        assert hints.code not in hints.solution and hints.solution.splitlines()[-1] not in hints.code, exercise_id
+
+
+@pytest.mark.parametrize("exercise_id", SOLUTIONS)
+def test_every_solution_passes_its_checker(exercise_id):
+    checker, signature = SOLUTIONS[exercise_id]
+    verdict = checker(_answer_from_solution(exercise_id, signature))
+    assert verdict.passed, str(verdict)
+
+
+# --- near misses (issue 19): each spelling a reader writes is named; a right answer written another way passes ---
+
+
+def attention_dot_t(query, key, value):  # the 2-D habit of notebook 01 §3, on batched input
+    scores = query @ key.T / math.sqrt(query.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ value, weights
+
+
+def attention_dot_t_earlier(query, key, value):  # the same, transposed on a line of its own
+    keys_t = key.T
+    weights = torch.softmax(query @ keys_t / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def attention_mt(query, key, value):  # right: .mT swaps the last two axes only
+    weights = torch.softmax(query @ key.mT / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def attention_softmax_dim0(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=0)
+    return weights @ value, weights
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+def test_dot_t_and_softmax_dim_0_are_named_in_01_1_and_dot_mt_passes():
+    for answer in (attention_dot_t, attention_dot_t_earlier):
+        verdict = ex.check_attention(answer)
+        text = str(verdict)
+        assert verdict.mistake == ".T on batched input", text
+        assert "reverses all the axes" in text and "transpose(-2, -1)" in text and "Hint" not in text, text
+    verdict = ex.check_attention(attention_softmax_dim0)
+    assert verdict.mistake == "softmax over dim=0" and "dim=-1" in str(verdict), str(verdict)
+    assert ex.check_attention(attention_mt).passed
+
+
+def test_a_runtime_error_without_dot_t_is_not_called_dot_t():
+    def wrong_product(query, key, value):  # a RuntimeError from another mistake
+        weights = torch.softmax(query @ value.transpose(-2, -1), dim=-1)
+        return weights @ value, weights
+
+    assert ex.check_attention(wrong_product).mistake != ".T on batched input"
+
+
+def pe_two_i_doubled(max_len, d_model):  # i already even (0, 2, 4, ...), and 2 * i in the exponent
+    pos = torch.arange(max_len)[:, None]
+    i = torch.arange(0, d_model, 2)
+    angle = pos / 10000 ** (2 * i / d_model)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return pe
+
+
+def pe_two_i_doubled_loop(max_len, d_model):
+    pe = torch.zeros(max_len, d_model)
+    for pos in range(max_len):
+        for i in range(0, d_model, 2):
+            pe[pos, i] = math.sin(pos / 10000 ** (2 * i / d_model))
+            pe[pos, i + 1] = math.cos(pos / 10000 ** (2 * i / d_model))
+    return pe
+
+
+def pe_column_j_loop(max_len, d_model):  # the student review's loop: j the column index, 2j in the exponent
+    pe = torch.zeros(max_len, d_model)
+    for pos in range(max_len):
+        for j in range(d_model):
+            angle = pos / 10000 ** (2 * j / d_model)
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe
+
+
+def pe_loop_right(max_len, d_model):  # right: the pair's even index 2i = j - j % 2
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    for pos in range(max_len):
+        for j in range(d_model):
+            angle = pos / 10000 ** ((j - j % 2) / d_model)
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe
+
+
+def test_the_doubled_2_of_05_1_is_named_in_each_spelling_and_a_loop_passes():
+    for answer, words in (
+        (pe_two_i_doubled, "i already the even column index"),
+        (pe_two_i_doubled_loop, "i already the even column index"),
+        (pe_column_j_loop, "j - j % 2"),
+    ):
+        verdict = ex.check_positional_encoding(answer)
+        assert verdict.mistake == "2 counted twice" and words in str(verdict), str(verdict)
+    assert ex.check_positional_encoding(pe_loop_right).passed
+
+
+def test_every_spelling_of_a_wrong_shift_in_09_1_is_named_and_roll_with_bos_passes():
+    bos = lambda t, b: torch.full_like(t[:, :1], b)  # noqa: E731
+    named = {
+        "shifted left": (
+            lambda t, b: torch.cat([t[:, 1:], bos(t, b)], dim=1),  # a left shift with <bos> appended
+            lambda t, b: torch.roll(t, -1, dims=1),  # rolled left, nothing fixed up
+            lambda t, b: torch.roll(t, -1),  # rolled left without dims
+            lambda t, b: torch.roll(t, -1, dims=1).index_fill(1, torch.tensor([0]), b),  # <bos> first
+            lambda t, b: torch.roll(t, -1, dims=1).index_fill(1, torch.tensor([t.shape[1] - 1]), b),  # <bos> last
+        ),
+        "rolled": (
+            lambda t, b: torch.roll(t, 1, dims=1),  # <eos> wraps round to the front
+            lambda t, b: torch.roll(t, 1),  # without dims: the flattened tensor rolls
+        ),
+    }
+    for key, answers in named.items():
+        for answer in answers:
+            verdict = ex.check_shift_right(answer)
+            assert verdict.mistake == key, (key, str(verdict))
+    assert "without dims rolls the flattened tensor" in str(ex.check_shift_right(lambda t, b: torch.roll(t, 1)))
+    for right in (
+        lambda t, b: torch.roll(t, 1, dims=1).index_fill(1, torch.tensor([0]), b),
+        lambda t, b: torch.roll(t, 1).index_fill(1, torch.tensor([0]), b),  # flattened, but position 0 fixed up
+    ):
+        assert ex.check_shift_right(right).passed
+
+
+def test_the_length_penalty_precedence_is_named_and_log_space_passes():
+    verdict = ex.check_length_penalty(lambda s, n, a: s / (5 + n) / 6**a)
+    assert verdict.status == "failed"
+    verdict = ex.check_length_penalty(lambda s, n, a: s / ((5 + n) / 6**a))
+    assert verdict.mistake == "precedence" and "((5 + |Y|) / 6) ** alpha" in str(verdict), str(verdict)
+    log_space = lambda s, n, a: s / torch.exp(a * torch.log((5 + n.double()) / 6))  # noqa: E731
+    assert ex.check_length_penalty(log_space).passed
+
+
+def test_a_transposed_causal_mask_and_both_masks_dropped_are_named_in_09_2():
+    def transposed(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):
+        return decoder_right(x, memory, self_mask.transpose(-2, -1), memory_mask, sa, ca, ff, n1, n2, n3)
+
+    def no_masks(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, None))
+        x = n2(x + ca(x, memory, None))
+        return n3(x + ff(x))
+
+    def with_keywords(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):  # right, another way
+        for sub, norm in ((lambda y: sa(y, mask=self_mask), n1), (lambda y: ca(y, memory, mask=memory_mask), n2)):
+            x = norm(x + sub(x))
+        return n3(x + ff(x))
+
+    assert ex.check_decoder_block(transposed).mistake == "causal mask transposed"
+    verdict = ex.check_decoder_block(no_masks)
+    assert verdict.mistake == "both masks ignored" and "neither mask" in str(verdict), str(verdict)
+    assert ex.check_decoder_block(with_keywords).passed

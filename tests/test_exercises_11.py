@@ -199,8 +199,11 @@ def test_online_softmax_update_wrong_shapes_and_unnamed_mistakes_get_clear_verdi
     assert "expected shape (3,), got (3, 1)" in text and "axes of size 1" in text, text
     verdict = ex.check_online_softmax_update(lambda m, s, b: online_softmax_update(m, s, b)[1])
     assert verdict.mistake == "wrong return type" and "return a tuple (new_max, new_sum)" in str(verdict)
+    ex.reset_attempts("11.1")
     text = str(ex.check_online_softmax_update(lambda m, s, b: (online_softmax_update(m, s, b)[0], s * 2 + 1)))
-    assert "largest difference" in text and "Hint: take the new max with torch.maximum" in text, text
+    assert "largest difference" in text and "Hint: the softmax's normaliser" in text, text  # the first: conceptual
+    text = str(ex.check_online_softmax_update(lambda m, s, b: (online_softmax_update(m, s, b)[0], s * 2 + 1)))
+    assert "Hint in code: the new max is torch.maximum" in text and "A solution" not in text, text
 
 
 # --- 11.2 attention with a KV cache ---------------------------------------------------------------------
@@ -373,8 +376,11 @@ def test_cached_attention_wrong_shapes_and_types_get_clear_verdicts():
         out, keys, values = cached_helpers(*args)
         return out.transpose(1, 2), keys, values
 
+    ex.reset_attempts()
     text = str(ex.check_cached_attention(heads_last))
-    assert "output: expected shape (2, 2, 1, 8), got (2, 1, 2, 8)" in text and "Hint: join with torch.cat" in text
+    assert "output: expected shape (2, 2, 1, 8), got (2, 1, 2, 8)" in text and "Hint: the n_new new positions" in text
+    text = str(ex.check_cached_attention(heads_last))
+    assert "Hint in code: the caches grow along the positions axis" in text, text
     verdict = ex.check_cached_attention(lambda *a: (cached_helpers(*a)[0], *cached_helpers(*a)[1:][::-1]))
     assert verdict.mistake == "caches swapped" and "the keys first" in str(verdict), str(verdict)
 
@@ -492,7 +498,9 @@ def test_grouped_attention_names_each_mistake(answer):
 def test_grouped_attention_wrong_shapes_and_types_get_clear_verdicts():
     text = str(ex.check_grouped_attention(lambda q, k, v: grouped_sdpa(q, k, v).transpose(1, 2)))
     assert "expected shape (2, 8, 3, 6), got (2, 3, 8, 6)" in text and "transpose" in text, text
-    assert "Hint: give each query head its key/value head" in text
+    assert "Hint: grouped-query attention" in text, text  # the first failed attempt: the conceptual hint
+    text = str(ex.check_grouped_attention(lambda q, k, v: grouped_sdpa(q, k, v).transpose(1, 2)))
+    assert "Hint in code: give each query head its key/value head" in text, text
     verdict = ex.check_grouped_attention(lambda q, k, v: (grouped_sdpa(q, k, v), None))
     assert verdict.mistake == "wrong return type" and "return one tensor" in str(verdict), str(verdict)
     verdict = ex.check_grouped_attention(lambda q, k, v: grouped_sdpa(q, k, v).numpy())
@@ -545,7 +553,9 @@ def test_a_wrong_group_is_located():
 
 def test_a_wrong_1d_result_is_located_by_entries_not_columns():
     wrong = torch.tensor([True, False, True])
-    assert ex._pattern(wrong, {}) == "only in entries 0, 2"
+    assert ex._pattern(wrong, {}) == "only at indices 0, 2"
+    assert ex._pattern(torch.tensor([False, True, False]), {}) == "only at index 1"
+    assert ex._pattern(wrong, {}, ("step", [1, 38, 75])) == "only at steps 1, 75"
 
 
 def test_one_max_over_all_rows_is_named():
@@ -564,3 +574,40 @@ def test_no_mask_for_one_query_and_is_causal_for_a_chunk_is_named_top_left():
         return out, cache_k, cache_v
 
     assert ex.check_cached_attention(switching).mistake == "causal mask aligned top-left"
+
+
+# --- near misses (issue 19) ---------------------------------------------------------------------------
+
+
+def test_the_off_by_one_cache_masks_and_the_inverted_convention_are_named_in_11_2():
+    def masked(mask_of):  # the reader's cached attention with a hand-made boolean mask
+        def answer(q, k, v, cache_k, cache_v):
+            keys, values = torch.cat([cache_k, k], dim=-2), torch.cat([cache_v, v], dim=-2)
+            t, n = cache_k.shape[-2], q.shape[-2]
+            mask = mask_of(n, t)
+            return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask), keys, values
+
+        return answer
+
+    ones = lambda n, t: torch.ones(n, t + n, dtype=torch.bool)  # noqa: E731
+    named = {
+        "own key excluded": masked(lambda n, t: ones(n, t).tril(t - 1)),  # keys j < t + i
+        "causal mask one key ahead": masked(lambda n, t: ones(n, t).tril(t + 1)),  # keys j <= t + i + 1
+        "causal mask inverted": masked(lambda n, t: ~ones(n, t).tril(t)),  # PyTorch's True = masked out
+    }
+    for key, answer in named.items():
+        verdict = ex.check_cached_attention(answer)
+        assert verdict.mistake == key, (key, str(verdict))
+    assert "j <= t + i" in str(ex.check_cached_attention(named["causal mask one key ahead"]))
+    assert ex.check_cached_attention(masked(lambda n, t: ones(n, t).tril(t))).passed  # right, another way
+
+
+def test_softmax_over_queries_is_named_in_11_3_and_an_explicit_group_loop_passes():
+    def over_queries(q, k, v):
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        return torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-2) @ v
+
+    verdict = ex.check_grouped_attention(over_queries)
+    assert verdict.mistake == "softmax over queries" and "dim=-1" in str(verdict), str(verdict)
+    assert ex.check_grouped_attention(grouped_head_loop).passed

@@ -272,11 +272,11 @@ def test_close_is_said_only_when_the_error_is_small_next_to_the_values():
     # rate(steps + 1): 0.00025 of the peak off at step 1, but that is twice the rate there
     verdict = ex.check_rate(lambda s, d, w: rate_eq3(s + 1, d, w))
     text = str(verdict)
-    assert "close, but" not in text and "largest relative difference 100% at index (0,)" in text, text
+    assert "close, but" not in text and "largest relative difference 100% at step 1" in text, text
     assert verdict.mistake == "steps + 1" and "one step ahead" in text, text
-    assert "only in entries 0-122" in text, text  # the first 123 sampled steps, said as a run
+    assert "only at steps 1-4515" in text, text  # the first 123 sampled steps, said as a run of step numbers
     doubled_early = str(ex.check_rate(lambda s, d, w: rate_eq3(s, d, w) * torch.where(s < 40, 2.0, 1.0)))
-    assert "close, but" not in doubled_early and "Hint:" in doubled_early, doubled_early
+    assert "close, but" not in doubled_early and "Hint in code:" in doubled_early, doubled_early  # attempt 2
     slightly_off = str(ex.check_rate(lambda s, d, w: rate_eq3(s, d, w) * 1.002))  # 0.2% everywhere: close
     assert "close, but outside the tolerance" in slightly_off, slightly_off
     # the same rule by hand: a relative case is close only within 1% of each entry
@@ -953,8 +953,14 @@ def test_not_attempted_hints_are_conceptual_and_failed_attempts_get_the_code():
         assert not any(token in hint for token in code_tokens), (checker.__name__, hint)
     combine = str(ex.check_combine_heads(stub))
     assert "flatten" in combine and "reshape" in combine
-    wrong = str(ex.check_attention(lambda q, k, v: attention_einsum(q, k, v * 2)))
-    assert "Hint: scores = query @ key.transpose(-2, -1)" in wrong
+    ex.reset_attempts()
+    wrong = [str(ex.check_attention(lambda q, k, v: attention_einsum(q, k, v * 2))) for _ in range(3)]
+    assert "Hint: Eq. 1" in wrong[0] and "Hint in code" not in wrong[0] and "A solution" not in wrong[0]
+    assert "Hint in code: key.transpose(-2, -1)" in wrong[1] and "A solution" not in wrong[1]
+    assert (
+        "A solution (failed attempt 3 at 01.1):" in wrong[2]
+        and "    weights = torch.softmax(scores, dim=-1)" in wrong[2]
+    )
 
 
 def stub(*args):
@@ -1111,3 +1117,42 @@ def test_shape_errors_get_a_named_hint():
     assert verdict.mistake == "transposed the wrong axes" and "(B, h, d_k, n)" in str(verdict)
     verdict = ex.check_combine_heads(combine_permute)
     assert verdict.mistake == "features interleaved" and "(B, n, d_k, h)" in str(verdict)
+
+
+# --- diff summaries say only what is structural (issue 19) ---------------------------------------
+
+
+def test_a_few_scattered_wrong_entries_are_listed_not_called_a_column_pattern():
+    # 02.1's `<=`: one wrong entry in each of two rows, which happen to be odd columns
+    wrong = torch.zeros(3, 1, 4, dtype=torch.bool)
+    wrong[0, 0, 3] = wrong[1, 0, 1] = True
+    assert ex._pattern(wrong, {}) == "only at indices (0, 0, 3) and (1, 0, 1)"
+    verdict = ex.check_padding_mask(lambda lengths, m: (torch.arange(m) <= torch.as_tensor(lengths)[:, None])[:, None])
+    assert verdict.mistake == "off by one" and "odd columns" not in str(verdict), str(verdict)
+    many = torch.zeros(8, 8, dtype=torch.bool)
+    many[torch.arange(8), (torch.arange(8) * 3) % 8] = True  # one per row, spread over the columns
+    assert ex._pattern(many, {}) == ""
+
+
+def test_a_column_or_row_is_reported_when_it_is_wrong_in_most_of_its_entries():
+    wrong = torch.zeros(4, 6, dtype=torch.bool)
+    wrong[1:, 2] = True  # wrong in 3 of the 4 rows
+    assert ex._pattern(wrong, {}) == "only in column 2 (last axis)"
+    wrong = torch.zeros(4, 6, dtype=torch.bool)
+    wrong[3, 1:] = True
+    assert ex._pattern(wrong, {}) == "only in row 3 (axis -2)"
+    wrong = torch.zeros(2, 4, dtype=torch.bool)  # 4 columns, 2 of them odd: parity needs at least 4 columns
+    wrong[:, 1::2] = True
+    assert ex._pattern(wrong, {}) == "only in the odd columns (last axis)"
+    assert ex._pattern(torch.zeros(2, 2, dtype=torch.bool).index_fill(1, torch.tensor([1]), True), {}) == (
+        "only in column 1 (last axis)"
+    )
+
+
+def test_the_rate_checker_names_sampled_steps_by_their_step_number():
+    def off_late(steps, d_model, warmup_steps):  # wrong only after step 20000
+        rate = d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+        return rate * torch.where(steps > 20000, 1.5, 1.0)
+
+    text = str(ex.check_rate(off_late))
+    assert "only at steps 20018-29971" in text and "at step 20018" in text and "index (" not in text, text

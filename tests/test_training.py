@@ -258,6 +258,8 @@ def test_rate_checker_compares_relatively_and_hints_only_part_of_the_answer():
     assert not late_error.passed
     slightly_off = str(ex.check_rate(lambda s, d, w: right(s, d, w) * 1.002))
     assert "close, but outside the tolerance" in slightly_off
+    ex.reset_attempts("10.1")
     far_off = str(ex.check_rate(lambda s, d, w: right(s, d, w) * 1.5))
-    assert "close, but" not in far_off
-    assert "torch.minimum" in far_off and "warmup_steps**-1.5" not in far_off  # a partial hint, not the answer
+    assert "close, but" not in far_off and "Hint: Eq. 3" in far_off, far_off  # the first failure: conceptual
+    far_off = str(ex.check_rate(lambda s, d, w: right(s, d, w) * 1.5))  # the second: in code, but not the answer
+    assert "torch.minimum" in far_off and "warmup_steps**-1.5" not in far_off, far_off
