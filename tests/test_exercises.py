@@ -551,15 +551,7 @@ def test_softmax_over_dim_0_and_the_doubled_2_of_the_encoding_are_named():
     verdict = ex.check_attention(attention_dim0)
     assert verdict.mistake == "softmax over dim=0" and "dim=-1" in str(verdict), verdict
 
-    def pe_2j(max_len, d_model):  # j the column index, and 2j in the exponent
-        pe = torch.zeros(max_len, d_model)
-        for pos in range(max_len):
-            for j in range(d_model):
-                angle = pos / 10000 ** (2 * j / d_model)
-                pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
-        return pe
-
-    verdict = ex.check_positional_encoding(pe_2j)
+    verdict = ex.check_positional_encoding(pe_column_j_loop)  # j the column index, and 2j in the exponent
     assert verdict.mistake == "2 counted twice" and "j - j % 2" in str(verdict), verdict
 
 
