@@ -115,12 +115,15 @@ ul.sections {{ margin: 0.2em 0; font-size: 0.95em; }}
 a {{ color: #1a5fb4; text-decoration: none; }}
 a:hover {{ text-decoration: underline; }}
 .note {{ color: #555; font-size: 0.9em; }}
+p.summary {{ margin: 0.2em 0 0.3em; color: #444; font-size: 0.95em; }}
+a.deck {{ font-size: 0.9em; font-weight: normal; margin-left: 0.5em; }}
 </style>
 </head>
 <body>
 <h1>{title}</h1>
 <p class="note">A static copy of the notebooks with their stored outputs, readable without Jupyter and offline.
-To run the code, open the notebooks in JupyterLab (see the README).</p>
+To run the code, open the notebooks in JupyterLab (see the README). For a lecture room, the
+<a href="slides/index.html">slide decks</a>.</p>
 {sections}
 </body>
 </html>
@@ -171,6 +174,9 @@ def _copy_referenced_files(page: str, notebook: Path, root: Path, out: Path) -> 
         source = (notebook.parent / relative).resolve()
         if relative.endswith(".html") and (source.with_suffix(".ipynb").is_file() or source == root / "index.html"):
             continue  # a notebook's page, or the index
+        in_site = (out / notebook.parent.relative_to(root) / relative).resolve()
+        if in_site.is_relative_to((out / SLIDES_DIR).resolve()) and in_site.is_file():
+            continue  # a deck, built into the site
         if not (source.is_file() and source.is_relative_to(root)):
             missing.append(url)
             continue
@@ -180,8 +186,11 @@ def _copy_referenced_files(page: str, notebook: Path, root: Path, out: Path) -> 
     return missing
 
 
-def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None]) -> str:
-    links = [f'<a href="{prefix}index.html">Contents</a>']
+def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None], deck: str | None = None) -> str:
+    contents = f'<a href="{prefix}index.html">Contents</a>'
+    if deck:  # the notebook's slide deck, built into the site's slides/ folder
+        contents += f' &middot; <a href="{prefix}{SLIDES_DIR}/{deck}">Slides</a>'
+    links = [f"<span>{contents}</span>"]
     for arrow, neighbour in zip(("&larr; ", ""), neighbours, strict=True):
         if neighbour is None:
             links.append("<span></span>")
@@ -206,13 +215,36 @@ def copy_mathjax(out: Path) -> None:
     shutil.copyfile(MATHJAX_ES5.parent / "LICENSE", out / MATHJAX_DIR / "LICENSE")
 
 
+SLIDES_DIR = "slides"  # the decks, inside the site (scripts/build_slides.py)
+
+
+def readme_summaries(root: Path = ROOT) -> dict[str, str]:
+    """{'notebooks/01_x.ipynb': its one line in the README's table of notebooks}, as HTML (`code` kept)."""
+    readme = root / "README.md"
+    rows = re.findall(
+        r"^\|\s*\d\d\s*\|\s*\[[^\]]*\]\((notebooks/[^)]+\.ipynb)\)\s*\|(.*?)\|",
+        readme.read_text(encoding="utf-8") if readme.is_file() else "",
+        re.MULTILINE,
+    )
+    return {
+        path: re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text.strip(), quote=False)) for path, text in rows
+    }
+
+
 def build(out: Path, root: Path = ROOT) -> list[Path]:
-    """Write out/index.html, one page per notebook (same folders as in the repository) and out/mathjax/."""
+    """Write out/index.html, one page per notebook (same folders as in the repository), out/mathjax/ and the
+    slide decks in out/slides/ (scripts/build_slides.py), linked both ways."""
+    import build_slides  # scripts/build_slides.py, next to this file (it imports this module)
+
     paths = notebook_paths(root)
     if not paths:
         raise SystemExit(f"no notebooks under {root / 'notebooks'}")
     out.mkdir(parents=True, exist_ok=True)
     copy_mathjax(out)
+    with_decks = {path.resolve() for path in build_slides.deck_notebooks(root)}
+    if with_decks:
+        build_slides.build(out / SLIDES_DIR, root, site="../")
+    summaries = readme_summaries(root)
 
     exporter = HTMLExporter(
         template_name="lab",
@@ -239,7 +271,9 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
             "metadata": {"name": titles[i], "path": str(path.parent)},
             "site_mathjax": MATHJAX_HEAD.replace("{prefix}", prefix),
             "site_css": SITE_CSS,
-            "site_nav": _nav(prefix, target, neighbours),
+            "site_nav": _nav(
+                prefix, target, neighbours, build_slides.deck_name(path) if path.resolve() in with_decks else None
+            ),
         }
         page, _ = exporter.from_notebook_node(nb, resources=resources)
         page = _link_notebooks_to_pages(page)
@@ -251,6 +285,10 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         href = target.relative_to(out).as_posix()
         items = "".join(f'<li><a href="{href}#{anchor}">{text}</a></li>' for anchor, text in section_headings(page))
         entry = f'<li class="notebook"><a href="{href}">{html.escape(titles[i])}</a>'
+        if path.resolve() in with_decks:
+            entry += f' <a class="deck" href="{SLIDES_DIR}/{build_slides.deck_name(path)}">slides</a>'
+        if rel.as_posix() in summaries:
+            entry += f'<p class="summary">{summaries[rel.as_posix()]}</p>'
         entry += f'<ul class="sections">{items}</ul></li>' if items else "</li>"
         toc.setdefault(rel.parent.as_posix(), []).append(entry)
 

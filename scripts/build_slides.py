@@ -517,6 +517,7 @@ li {{ margin: 0.5em 0; }}
 </head>
 <body>
 <h1>{title}: slides</h1>
+{back}
 <ul>
 {items}
 </ul>
@@ -527,8 +528,10 @@ s speaker notes (a second window), Esc leaves the overview or full screen.</p>
 """
 
 
-def build(out: Path, root: Path = ROOT) -> list[Path]:
-    """Write one deck per notebook with slide metadata, out/index.html and the assets they load."""
+def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
+    """Write one deck per notebook with slide metadata, out/index.html and the assets they load. ``site``: the
+    relative URL of the HTML site (scripts/build_html.py builds the decks into its slides/ folder with "../"), for
+    links from the index back to each notebook's page."""
     notebooks = deck_notebooks(root)
     if not notebooks:
         raise SystemExit(f"no notebook under {root / 'notebooks'} has slide metadata")
@@ -576,10 +579,16 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         target.write_text(page, encoding="utf-8")
         targets.append(target)
         slides = count_slides(page)
-        items.append(f'<li><a href="{target.name}">{html.escape(title)}</a> ({slides} slides)</li>')
+        page_link = ""
+        if site is not None:
+            page_link = f' &middot; <a class="page" href="{site}{path.relative_to(root).with_suffix(".html").as_posix()}">notebook page</a>'
+        items.append(f'<li><a href="{target.name}">{html.escape(title)}</a> ({slides} slides){page_link}</li>')
         print(f"{target.name}: {slides} slides")
+    back = (
+        f'<p class="note"><a href="{site}index.html">&larr; The notebooks, as pages</a></p>' if site is not None else ""
+    )
     (out / "index.html").write_text(
-        INDEX.format(title=html.escape(series_title(root)), items="\n".join(items)), encoding="utf-8"
+        INDEX.format(title=html.escape(series_title(root)), items="\n".join(items), back=back), encoding="utf-8"
     )
     return targets
 

@@ -92,6 +92,34 @@ def test_index_links_every_notebook_by_title(site: Path):
         assert _resolves(site / "index.html", href, site), f"index.html links {href}, which does not exist"
 
 
+def test_site_and_decks_link_each_other(site: Path):
+    """The index gives each numbered notebook its one line from the README and a link to its deck; each page of a
+    notebook with a deck links to it; the decks' index links back to every page it presents, and to the site."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import build_html
+    import build_slides
+
+    summaries = build_html.readme_summaries(ROOT)
+    numbered = [nb for nb in NOTEBOOKS if nb.parent.name == "notebooks"]
+    assert sorted(summaries) == sorted(nb.relative_to(ROOT).as_posix() for nb in numbered), "README table vs notebooks"
+    index = (site / "index.html").read_text()
+    assert 'href="slides/index.html"' in index and (site / "slides" / "index.html").is_file()
+    with_decks = {p.resolve() for p in build_slides.deck_notebooks(ROOT)}
+    assert with_decks, "no notebook has a deck"
+    decks_index = (site / "slides" / "index.html").read_text()
+    assert 'href="../index.html"' in decks_index
+    for notebook in numbered:
+        assert f'<p class="summary">{summaries[notebook.relative_to(ROOT).as_posix()]}</p>' in index, notebook.name
+        deck = f"slides/{build_slides.deck_name(notebook)}"
+        page = _page(site, notebook).read_text()
+        if notebook.resolve() in with_decks:
+            assert f'href="{deck}"' in index and (site / deck).is_file(), f"the index does not link {deck}"
+            assert f'href="../{deck}">Slides</a>' in page, f"{notebook.name}'s page does not link its deck"
+            assert f'href="../notebooks/{notebook.stem}.html"' in decks_index, f"the decks' index: {notebook.name}"
+        else:
+            assert deck not in index and ">Slides</a>" not in page, notebook.name
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_page_is_offline_and_complete(site: Path, notebook: Path):
     path = _page(site, notebook)
