@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers.checks import is_int, positive_int
+
 __all__ = ["MultiHeadAttention", "check_mask", "scaled_dot_product_attention"]
 
 
@@ -163,24 +165,17 @@ class MultiHeadAttention(nn.Module):
         num_kv_heads: int | None = None,
     ):
         super().__init__()
-        if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model <= 0 or num_heads <= 0:
-            raise ValueError(
-                f"d_model and num_heads must be positive integers, got d_model={d_model!r}, num_heads={num_heads!r}"
-            )
+        positive_int("d_model", d_model)
+        positive_int("num_heads", num_heads)
         for name, width in (("d_k", d_k), ("d_v", d_v)):
-            if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width <= 0):
-                raise ValueError(f"{name} must be a positive integer or None, got {width!r}")
+            if width is not None:
+                positive_int(name, width, "or None, for d_model / num_heads")
         if (d_k is None or d_v is None) and d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}: "
                 f"each head needs d_k = d_model / num_heads = {d_model / num_heads:g} features"
             )
-        if num_kv_heads is not None and (
-            not isinstance(num_kv_heads, int)
-            or isinstance(num_kv_heads, bool)
-            or num_kv_heads <= 0
-            or num_heads % num_kv_heads != 0
-        ):
+        if num_kv_heads is not None and (not is_int(num_kv_heads) or num_kv_heads <= 0 or num_heads % num_kv_heads):
             raise ValueError(
                 f"num_kv_heads must be None or a positive integer that divides num_heads={num_heads} "
                 f"(each key/value head serves num_heads / num_kv_heads query heads), got {num_kv_heads!r}"

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
+from helpers.checks import positive_int
 from helpers.encoder import FeedForward
 
 __all__ = ["Decoder", "DecoderBlock", "KVCache"]
@@ -259,8 +260,7 @@ class Decoder(nn.Module):
         num_kv_heads: int | None = None,
     ):
         super().__init__()
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(
             DecoderBlock(
                 d_model,

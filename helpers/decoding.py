@@ -30,6 +30,7 @@ import inspect
 
 import torch
 
+from helpers.checks import non_negative_int, positive_int
 from helpers.decoder import KVCache
 
 __all__ = ["beam_search", "greedy_decode", "length_penalty"]
@@ -42,8 +43,7 @@ def length_penalty(length: int, alpha: float) -> float:
     probabilities (which favours short outputs, as every token adds a negative term); a larger ``alpha``
     divides long hypotheses' sums by more, so it favours longer outputs.
     """
-    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ValueError(f"length must be a positive integer (generated tokens, <eos> included), got {length!r}")
+    positive_int("length", length, "generated tokens, <eos> included")
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or alpha < 0:
         raise ValueError(f"alpha must be a non-negative number, got {alpha!r}")
     return ((5 + length) / 6) ** alpha
@@ -62,10 +62,8 @@ def _check(model, src, bos_id, eos_id, max_len, src_mask) -> None:
     if src.shape[0] == 0 or src.shape[1] == 0:
         raise ValueError(f"src must hold at least one sentence and one position, got shape {tuple(src.shape)}")
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative integer token id, got {value!r}")
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
-        raise ValueError(f"max_len must be a positive integer (generated tokens), got {max_len!r}")
+        non_negative_int(name, value, "a token id")
+    positive_int("max_len", max_len, "generated tokens")
     if src_mask is not None and (
         not isinstance(src_mask, torch.Tensor)
         or src_mask.dtype != torch.bool
@@ -202,8 +200,7 @@ def beam_search(
     """
     _check(model, src, bos_id, eos_id, max_len, src_mask)
     _check_use_cache(model, use_cache)
-    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+    positive_int("beam_size", beam_size)
     alpha = length_penalty  # the argument shadows the function of that name: use _lp below
     _lp(1, alpha)  # checks alpha
     if trace is not None and not isinstance(trace, list):

@@ -33,6 +33,7 @@ from collections.abc import Callable
 import torch
 
 from helpers.attention import _check_qkv, check_mask
+from helpers.checks import non_negative_int, positive_int
 
 __all__ = [
     "interleaved_timings",
@@ -44,8 +45,7 @@ __all__ = [
 
 
 def _check_block_size(block_size) -> None:
-    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    positive_int("block_size", block_size)
 
 
 def _safe_shift(running_max: torch.Tensor) -> torch.Tensor:
@@ -233,9 +233,8 @@ def interleaved_timings(fns: dict[str, Callable[[], object]], repeats: int = 5, 
     """
     if not isinstance(fns, dict) or not fns or not all(callable(f) for f in fns.values()):
         raise ValueError("fns must be a non-empty dict of name -> function of no arguments")
-    for name, value in (("repeats", repeats), ("warmup", warmup)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < (1 if name == "repeats" else 0):
-            raise ValueError(f"{name} must be an integer >= {1 if name == 'repeats' else 0}, got {value!r}")
+    positive_int("repeats", repeats)
+    non_negative_int("warmup", warmup)
     times: dict[str, list[float]] = {name: [] for name in fns}
     for round_ in range(warmup + repeats):
         for name, fn in fns.items():

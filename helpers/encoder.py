@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
+from helpers.checks import is_int, non_negative_int, positive_int
 
 __all__ = ["Encoder", "EncoderBlock", "FeedForward", "PositionalEncoding", "positional_encoding"]
 
@@ -31,9 +32,8 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     dimensions is a sine and a cosine of one frequency, with wavelengths from
     ``2 pi`` (i = 0) towards ``10000 * 2 pi``.
     """
-    if not isinstance(max_len, int) or max_len <= 0:
-        raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
-    if not isinstance(d_model, int) or d_model <= 0 or d_model % 2 != 0:
+    positive_int("max_len", max_len)
+    if not is_int(d_model) or d_model <= 0 or d_model % 2 != 0:
         raise ValueError(
             f"d_model must be a positive even integer for sinusoidal encoding "
             f"(one sine and one cosine per frequency), got {d_model!r}"
@@ -61,8 +61,7 @@ class PositionalEncoding(nn.Module):
         """``x (B, n, d_model)`` holds positions ``start, ..., start + n - 1`` (``start > 0``: a decoder
         that feeds only its newest positions, notebook 11)."""
         _check_sequence(x, self.d_model, "PositionalEncoding")
-        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
-            raise ValueError(f"start must be a non-negative integer position, got {start!r}")
+        non_negative_int("start", start, "the position of x's first row")
         n = x.shape[1]
         if start + n > self.max_len:
             where = f"sequence length n={n}" if start == 0 else f"positions {start} to {start + n - 1}"
@@ -168,8 +167,7 @@ class Encoder(nn.Module):
         num_kv_heads: int | None = None,
     ):
         super().__init__()
-        if not isinstance(num_layers, int) or num_layers <= 0:
-            raise ValueError(f"num_layers must be a positive integer, got {num_layers!r}")
+        positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(
             EncoderBlock(
                 d_model,

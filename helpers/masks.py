@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from helpers.checks import non_negative_int, positive_int
+
 __all__ = ["causal_mask", "padding_mask"]
 
 
@@ -23,10 +25,8 @@ def causal_mask(n: int, device: torch.device | str | None = None, *, past: int =
     itself. This is the lower-right alignment; ``F.scaled_dot_product_attention(is_causal=True)``
     aligns the triangle to the top left instead, which is wrong for such queries.
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-        raise ValueError(f"causal_mask needs a positive integer length n, got {n!r}")
-    if not isinstance(past, int) or isinstance(past, bool) or past < 0:
-        raise ValueError(f"causal_mask needs a non-negative integer number of past positions, got past={past!r}")
+    positive_int("n", n, "the number of new positions")
+    non_negative_int("past", past, "the number of positions before them")
     return torch.ones(n, past + n, dtype=torch.bool, device=device).tril(diagonal=past)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from helpers.checks import is_int
 from helpers.masks import padding_mask
 
 __all__ = [
@@ -42,7 +43,7 @@ def rate(step: int, d_model: int, warmup_steps: int = 4000) -> float:
     ``LambdaLR(optimizer, lambda s: rate(s + 1, d_model, warmup_steps))`` with ``Adam(..., lr=1.0)``.
     """
     for name, value in (("step", step), ("d_model", d_model), ("warmup_steps", warmup_steps)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not is_int(value) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1 (Eq. 3 counts steps from 1), got {value!r}")
     return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
@@ -78,7 +79,7 @@ def _below_thousand(n: int) -> list[str]:
 
 def number_to_words(n: int) -> list[str]:
     """``407 -> ['four', 'hundred', 'seven']``, for ``0 <= n <= 999_999`` (no "and", no hyphens)."""
-    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_NUMBER:
+    if not is_int(n) or not 0 <= n <= MAX_NUMBER:
         raise ValueError(f"n must be an integer in [0, {MAX_NUMBER}], got {n!r}")
     if n == 0:
         return ["zero"]
@@ -137,7 +138,7 @@ def to_tokens(ids) -> list[str]:
     ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
     tokens = []
     for i in ids:
-        if not isinstance(i, int) or not 0 <= i < len(VOCAB):
+        if not is_int(i) or not 0 <= i < len(VOCAB):
             raise ValueError(f"id {i!r} is outside the vocabulary [0, {len(VOCAB)})")
         if VOCAB[i] == EOS:
             break
@@ -155,7 +156,12 @@ def sample_numbers(
     set should use ``min_digits=3``: there are only 100 numbers of one or two digits, and training needs
     every one of them (a held-out "seven" would never be seen alone).
     """
-    if not isinstance(count, int) or count < 1 or not 1 <= min_digits <= max_digits <= 6:
+    if (
+        not is_int(count)
+        or count < 1
+        or not all(map(is_int, (min_digits, max_digits)))
+        or not 1 <= min_digits <= max_digits <= 6
+    ):
         raise ValueError(
             f"count must be >= 1 and 1 <= min_digits <= max_digits <= 6, got {count!r}, {min_digits!r}, {max_digits!r}"
         )

@@ -18,6 +18,7 @@ import math
 import torch
 from torch import nn
 
+from helpers.checks import non_negative_int, positive_int
 from helpers.decoder import Decoder, KVCache
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import causal_mask
@@ -54,15 +55,9 @@ def shift_right(targets: torch.Tensor, bos_id: int) -> torch.Tensor:
             else type(targets).__name__
         )
         raise ValueError(f"targets must be integer token ids of shape (B, n), got {got}")
-    if not isinstance(bos_id, int) or isinstance(bos_id, bool) or bos_id < 0:
-        raise ValueError(f"bos_id must be a non-negative integer token id, got {bos_id!r}")
+    non_negative_int("bos_id", bos_id, "a token id")
     bos = torch.full_like(targets[:, :1], bos_id)  # (B, 1)
     return torch.cat([bos, targets[:, :-1]], dim=1)  # (B, 1) + (B, n - 1) -> (B, n)
-
-
-def _positive_int(name: str, value) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 class Transformer(nn.Module):
@@ -115,7 +110,7 @@ class Transformer(nn.Module):
             ("d_ff", d_ff),
             ("max_len", max_len),
         ):
-            _positive_int(name, value)
+            positive_int(name, value)
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(
                 f"share_embeddings=True needs one shared vocabulary (§3.4, §5.1), but src_vocab_size="

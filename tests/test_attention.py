@@ -324,7 +324,10 @@ def test_mha_layer_names_and_parameter_count():
     ("kwargs", "message"),
     [
         ({"d_model": 10, "num_heads": 3}, r"d_model=10 is not divisible by num_heads=3"),
-        ({"d_model": 8, "num_heads": 0}, r"positive integers.*num_heads=0"),
+        ({"d_model": 8, "num_heads": 0}, r"num_heads must be a positive integer, got 0"),
+        ({"d_model": 8, "num_heads": True}, r"num_heads must be a positive integer, got True"),
+        ({"d_model": 8.0, "num_heads": 2}, r"d_model must be a positive integer, got 8.0"),
+        ({"d_model": 8, "num_heads": 2, "d_k": True}, r"d_k must be a positive integer \(or None"),
         ({"d_model": 8, "num_heads": 2, "dropout": 1.5}, r"dropout.*1.5"),
     ],
 )

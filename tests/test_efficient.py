@@ -307,10 +307,10 @@ def test_bad_num_kv_heads(num_kv_heads):
         ({}, {}, "non-empty dict"),
         ({"a": 1}, {}, "non-empty dict"),
         ([lambda: None], {}, "non-empty dict"),
-        ({"a": lambda: None}, {"repeats": 0}, "repeats must be an integer >= 1"),
-        ({"a": lambda: None}, {"repeats": True}, "repeats must be an integer >= 1"),
-        ({"a": lambda: None}, {"warmup": -1}, "warmup must be an integer >= 0"),
-        ({"a": lambda: None}, {"warmup": 1.0}, "warmup must be an integer >= 0"),
+        ({"a": lambda: None}, {"repeats": 0}, "repeats must be a positive integer"),
+        ({"a": lambda: None}, {"repeats": True}, "repeats must be a positive integer"),
+        ({"a": lambda: None}, {"warmup": -1}, "warmup must be a non-negative integer"),
+        ({"a": lambda: None}, {"warmup": 1.0}, "warmup must be a non-negative integer"),
     ],
 )
 def test_bad_interleaved_timings(fns, kwargs, match):
@@ -336,9 +336,11 @@ def test_other_bad_input():
         pe(torch.zeros(1, 3, 8), start=8)
     with pytest.raises(ValueError, match=r"start must be a non-negative integer"):
         pe(torch.zeros(1, 3, 8), start=-1)
-    with pytest.raises(ValueError, match=r"non-negative integer number of past positions, got past=-1"):
+    with pytest.raises(
+        ValueError, match=r"past must be a non-negative integer \(the number of positions before them\), got -1"
+    ):
         causal_mask(3, past=-1)
-    with pytest.raises(ValueError, match=r"non-negative integer number of past positions"):
+    with pytest.raises(ValueError, match=r"past must be a non-negative integer"):
         causal_mask(3, past=True)
     model = _model(1)
     src = torch.tensor([[3, 4, 5]])

@@ -45,7 +45,7 @@ def test_padding_mask():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: causal_mask(0), r"positive integer length n, got 0"),
+        (lambda: causal_mask(0), r"n must be a positive integer \(the number of new positions\), got 0"),
         (lambda: padding_mask([3, 7], max_len=5), r"\[0, max_len=5\].*\[3, 7\]"),
         (lambda: padding_mask([-1, 2]), r"\[-1, 2\]"),
         (lambda: padding_mask([1.5, 2.0]), r"integers.*float"),
