@@ -33,17 +33,19 @@ import io
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from helpers.plotting import CMAP, DPI, plot_layers_heads
+from helpers.plotting import CMAP, DPI, plot_heads, plot_layers_heads
 
-__all__ = ["AttentionExplorer", "decode_payload", "explore_attention", "read_payload"]
+__all__ = ["AttentionExplorer", "decode_payload", "distinct_labels", "explore_attention", "read_payload"]
 
 SCALE = 100  # weights are stored as integers 0..100: two decimals, as the heatmaps annotate them
 TOLERANCE = 1e-5  # float error allowed outside [0, 1] and on masked keys
+MAX_HEIGHT = 1080  # px: the static figure fits a 1080p screen
 MARKER = "data-attention-explorer"  # on the view's outer element; build and test scripts look for it
 # The view's data; a page builder may reorder the attributes (nbconvert's slides sort them).
 _DATA = re.compile(r'<script\b[^>]*\bclass="attn-x-data"[^>]*>(.*?)</script>', re.S)
@@ -143,6 +145,9 @@ def explore_attention(
     title: str | None = None,
     mask=None,
     sequence: int | None = None,
+    layer: int = 0,
+    head: int | str = 0,
+    cross: bool = False,
 ) -> AttentionExplorer:
     """An interactive view of attention weights, with a static figure for viewers that run no script.
 
@@ -158,8 +163,13 @@ def explore_attention(
             batch, ``(B, 1, m)`` / ``(B, n, m)``: masked keys are drawn grey with a cross. Masked
             weights must be 0 (a mask the model did not use is an error, not a picture).
         sequence: which sequence of a batch to show; needed when ``B > 1``.
+        layer: the layer the view opens on (the one the text discusses); the reader can pick another.
+        head: the head it opens on, or ``"all"`` for all heads overlaid.
+        cross: ``True`` for cross-attention: the sides are named "target (queries)" and "source (keys)"
+            rather than "queries" and "keys". Say it: ``n != m`` alone does not make attention cross.
 
-    Layers and heads are numbered from 0, as everywhere in the series.
+    Layers and heads are numbered from 0, as everywhere in the series. A label that repeats in its sequence
+    is shown with its position in front (``"2·the"``), in the view and in its figure.
     """
     w, batch, index = _layers(weights, sequence)
     _, heads, n, m = w.shape
@@ -195,7 +205,37 @@ def explore_attention(
     stored = np.rint(np.clip(w, 0.0, 1.0) * SCALE).astype(np.uint8)
     if mk is not None:
         stored[:, :, ~mk] = 0
-    return AttentionExplorer(stored, queries, keys, mk, title)
+    start = (_index(layer, w.shape[0], "layer"), -1 if head == "all" else _index(head, heads, "head"))
+    if not isinstance(cross, (bool, np.bool_)):
+        raise ValueError(f"cross must be True or False, got {cross!r}")
+    return AttentionExplorer(stored, queries, keys, mk, title, start=start, cross=bool(cross))
+
+
+def _cell_size(n: int, m: int) -> float:
+    """Inches per panel of the static figure."""
+    return 1.8 if max(n, m) <= 10 else 2.2
+
+
+def _index(value, size: int, name: str) -> int:
+    """A layer or head number in range(size); True and False are not numbers here."""
+    allowed = f"0 to {size - 1}" if size > 1 else "0 (there is one)"
+    if name == "head":
+        allowed += ', or "all"'
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, {allowed}; got {value!r}")
+    if not 0 <= value < size:
+        plural = "layers" if name == "layer" else "heads"
+        raise ValueError(f"{name}={value} is out of range: the weights have {size} {plural}, so {name} is {allowed}")
+    return int(value)
+
+
+def distinct_labels(labels: Sequence[str]) -> list[str]:
+    """The labels with a label that repeats told apart by its position, from 0: ``["the", "cat", "the"]`` becomes
+    ``["0·the", "cat", "2·the"]``. The view's script applies the same rule to what it draws."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return [f"{i}\u00b7{label}" if counts[label] > 1 else label for i, label in enumerate(labels)]
 
 
 class AttentionExplorer:
@@ -205,10 +245,25 @@ class AttentionExplorer:
     ``(n, m)`` boolean mask or ``None``. ``html``, ``png`` and ``figure()`` give the parts.
     """
 
-    def __init__(self, stored: np.ndarray, queries: list[str], keys: list[str], mask, title: str | None):
+    def __init__(
+        self,
+        stored: np.ndarray,
+        queries: list[str],
+        keys: list[str],
+        mask,
+        title: str | None,
+        start: tuple[int, int] = (0, 0),
+        cross: bool = False,
+    ):
         self._stored = stored
         self.queries, self.keys, self.mask, self.title = queries, keys, mask, title
+        self.start, self.cross = start, cross  # (layer, head) shown first, head -1 = all heads
         self._png: bytes | None = None
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """What the view calls the queries and the keys."""
+        return ("target (queries)", "source (keys)") if self.cross else ("queries", "keys")
 
     @property
     def weights(self) -> np.ndarray:
@@ -230,29 +285,66 @@ class AttentionExplorer:
             "scale": SCALE,
             "weights": base64.b64encode(self._stored.tobytes()).decode("ascii"),
             "mask": None if self.mask is None else "".join("1" if a else "0" for a in self.mask.ravel()),
+            "start": {"layer": self.start[0], "head": self.start[1]},
+            "sides": list(self.sides),
         }
 
-    def figure(self):
-        """The static layers x heads grid (a matplotlib Figure), drawn from the stored weights."""
-        n, m = self._stored.shape[2:]
-        cell = 1.8 if max(n, m) <= 10 else 2.2
-        return plot_layers_heads(
-            self.weights, self.queries, self.keys, mask=self.mask, title=self.title, cell_size=cell
+    def figure(self, cell_size: float | None = None):
+        """The static layers x heads grid (a matplotlib Figure), drawn from the stored weights, repeated labels
+        told apart by position (:func:`distinct_labels`). ``cell_size``: inches per panel (default by size)."""
+        layers, heads, n, m = self._stored.shape
+        cell = cell_size if cell_size is not None else _cell_size(n, m)
+        if cell >= 1.6:
+            return plot_layers_heads(
+                self.weights,
+                distinct_labels(self.queries),
+                distinct_labels(self.keys),
+                mask=self.mask,
+                title=self.title,
+                cell_size=cell,
+            )
+        # small panels (many layers, made to fit a screen's height): shorter panel titles, "L2, head 1"
+        return plot_heads(
+            self.weights.reshape(layers * heads, n, m),
+            distinct_labels(self.queries),
+            distinct_labels(self.keys),
+            mask=self.mask,
+            title=self.title,
+            cols=heads,
+            cell_size=cell,
+            titles=[f"L{layer}, head {head}" for layer in range(layers) for head in range(heads)],
         )
+
+    def _render(self, cell_size: float | None = None):
+        fig = self.figure(cell_size)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
+        plt.close(fig)
+        from PIL import Image
+
+        return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
 
     @property
     def png(self) -> bytes:
         """The figure as a PNG, made once, in a palette of 256 colours that holds every colour it draws (160
-        steps of viridis and 96 greys for text, masked cells and their crosses): a third of the bytes."""
+        steps of viridis and 96 greys for text, masked cells and their crosses): a third of the bytes.
+
+        The picture is never taller than MAX_HEIGHT (a 1080p screen): a grid of many layers is drawn with smaller
+        panels, and scaled down if that is not enough. Its background is white.
+        """
         if self._png is None:
             from PIL import Image
 
-            fig = self.figure()
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
-            plt.close(fig)
-            image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-            small = image.quantize(palette=_palette(), dither=Image.Dither.NONE)
+            image = self._render()
+            if image.height > MAX_HEIGHT:  # smaller panels: the height is a margin plus the rows of panels
+                layers, _, n, m = self._stored.shape
+                cell = _cell_size(n, m)
+                margin = image.height - layers * cell * DPI
+                image = self._render(max(0.9, (MAX_HEIGHT - margin) / (layers * DPI) - 0.02))
+            if image.height > MAX_HEIGHT:
+                width = round(image.width * MAX_HEIGHT / image.height)
+                image = image.resize((width, MAX_HEIGHT), Image.Resampling.LANCZOS)
+            small = _quantize(image)
             out = io.BytesIO()
             small.save(out, format="PNG", optimize=True, dpi=(DPI, DPI))  # keep the resolution in the file
             self._png = out.getvalue()
@@ -292,14 +384,26 @@ class AttentionExplorer:
         }
 
 
-def _palette():
-    from PIL import Image
-
+def _palette_colours() -> np.ndarray:
+    """(256, 3) uint8: 160 steps of viridis, then 96 greys from black to white."""
     viridis = plt.get_cmap(CMAP)(np.linspace(0.0, 1.0, 160))[:, :3]
     greys = np.repeat(np.linspace(0.0, 1.0, 96)[:, None], 3, axis=1)
-    palette = Image.new("P", (1, 1))
-    palette.putpalette((np.concatenate([viridis, greys]) * 255).round().astype(np.uint8).ravel().tolist())
-    return palette
+    return (np.concatenate([viridis, greys]) * 255).round().astype(np.uint8)
+
+
+def _quantize(image):
+    """The RGB image in the palette, each colour mapped to its nearest palette colour (white stays white:
+    PIL's own quantize rounds colours first, and drew the background #fcfcfc)."""
+    from PIL import Image
+
+    colours = _palette_colours().astype(np.int32)
+    pixels = np.asarray(image, dtype=np.uint8)
+    unique, inverse = np.unique(pixels.reshape(-1, 3), axis=0, return_inverse=True)
+    distance = ((unique[:, None, :].astype(np.int32) - colours[None, :, :]) ** 2).sum(axis=-1)
+    indices = distance.argmin(axis=1).astype(np.uint8)[inverse.ravel()].reshape(pixels.shape[:2])
+    small = Image.fromarray(indices, mode="P")
+    small.putpalette(colours.astype(np.uint8).ravel().tolist())
+    return small
 
 
 def read_payload(page: str) -> list[dict]:
@@ -325,373 +429,14 @@ STATIC_NOTE = (
     "palette), to explore it."
 )
 
-# Colours: viridis as in helpers.plotting (0 dark purple, 1 yellow), masked cells grey with a dark cross,
-# one colour per head (Okabe and Ito's colour-blind-safe set, yellow left out: it vanishes on white).
-CSS = """
-.attn-x{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:16px;line-height:1.3;color:#1a1a1a;
-background:#fff;max-width:100%;box-sizing:border-box}
-.attn-x-title{font-size:18px;font-weight:600;margin:2px 0 8px}
-.attn-x-controls{display:flex;flex-wrap:wrap;align-items:center;gap:8px 24px;margin:0 0 8px}
-.attn-x-group{display:flex;flex-wrap:wrap;align-items:center;gap:4px}
-.attn-x-name{font-weight:600;margin-right:4px}
-.attn-x button{font:inherit;font-size:16px;line-height:1.2;min-width:40px;margin:0;padding:5px 10px;border:2px solid #5a5a5a;
-border-radius:5px;background:#fff;color:#1a1a1a;cursor:pointer}
-.attn-x button[aria-checked="true"]{background:#1a1a1a;border-color:#1a1a1a;color:#fff}
-.attn-x button:focus-visible{outline:3px solid #c04000;outline-offset:2px}
-.attn-x-swatch{display:inline-block;width:12px;height:12px;margin-right:6px;border-radius:2px;vertical-align:-1px;
-border:1px solid #fff}
-.attn-x-view svg{display:block;max-width:100%;height:auto}
-.attn-x-view text{font-size:16px;fill:#1a1a1a;font-family:inherit}
-.attn-x-view .attn-x-num{font-size:16px}
-.attn-x-tok{cursor:pointer;outline:none}
-.attn-x-tok .attn-x-ring{fill:transparent;stroke:transparent;stroke-width:3}
-.attn-x-tok.attn-x-on .attn-x-ring{fill:#e8e8e8}
-.attn-x-tok.attn-x-on text{font-weight:700}
-.attn-x-tok:focus .attn-x-ring{stroke:#c04000}
-.attn-x-cell{cursor:pointer}
-.attn-x-readout{min-height:1.4em;margin-top:6px;font-size:16px}
-.attn-x-help{font-size:16px;color:#444;margin-top:2px}
-"""
-
-SCRIPT = r"""
-(function () {
-  "use strict";
-  var script = document.currentScript;
-  var root = script && script.previousElementSibling;
-  if (!root || !root.classList || !root.classList.contains("attn-x") || root.getAttribute("data-live")) return;
-  var source = root.querySelector("script.attn-x-data");
-  if (!source) return;
-  var D = JSON.parse(source.textContent);
-  var L = D.layers, H = D.heads, N = D.queries.length, M = D.keys.length;
-  var bytes = atob(D.weights), W = new Uint8Array(bytes.length);
-  for (var b = 0; b < bytes.length; b++) W[b] = bytes.charCodeAt(b);
-  function weight(l, h, q, k) { return W[((l * H + h) * N + q) * M + k] / D.scale; }
-  function masked(q, k) { return D.mask !== null && D.mask.charAt(q * M + k) === "0"; }
-  function fixed(v) { return v.toFixed(2); }
-  var VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70", "#7ad151",
-                 "#bddf26", "#fde725"];
-  var HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#56b4e9", "#e69f00", "#000000", "#8c564b"];
-  function channel(hex, i) { return parseInt(hex.substr(1 + 2 * i, 2), 16); }
-  function colour(v) {
-    var x = Math.max(0, Math.min(1, v)) * (VIRIDIS.length - 1), i = Math.min(Math.floor(x), VIRIDIS.length - 2);
-    var f = x - i, rgb = [0, 1, 2].map(function (c) {
-      return Math.round(channel(VIRIDIS[i], c) * (1 - f) + channel(VIRIDIS[i + 1], c) * f);
-    });
-    return "rgb(" + rgb.join(",") + ")";
-  }
-  function headColour(h) { return HEAD_COLOURS[h % HEAD_COLOURS.length]; }
-  function esc(s) {
-    return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-  }
-
-  // What is shown: a layer, a head (or -1: all heads), and a token: a query (side "q") or a key (side "k").
-  var state = {layer: 0, head: 0, side: "q", index: 0};
-  var hover = null;  // a token under the mouse, previewed without changing the selection
-
-  var ui = document.createElement("div");
-  ui.className = "attn-x-ui";
-  if (D.title) {
-    var heading = document.createElement("div");
-    heading.className = "attn-x-title";
-    heading.textContent = D.title;
-    ui.appendChild(heading);
-  }
-  var controls = document.createElement("div");
-  controls.className = "attn-x-controls";
-  ui.appendChild(controls);
-
-  // A group of radio buttons with one tab stop; the arrow keys, Home and End move the choice.
-  function group(name, items, current, choose) {
-    var box = document.createElement("div");
-    box.className = "attn-x-group";
-    var label = document.createElement("span");
-    label.className = "attn-x-name";
-    label.textContent = name;
-    box.appendChild(label);
-    var list = document.createElement("div");
-    list.className = "attn-x-group";
-    list.setAttribute("role", "radiogroup");
-    list.setAttribute("aria-label", name);
-    var buttons = items.map(function (item, i) {
-      var button = document.createElement("button");
-      button.type = "button";
-      button.setAttribute("role", "radio");
-      button.setAttribute("data-value", String(item.value));
-      if (item.colour) {
-        var swatch = document.createElement("span");
-        swatch.className = "attn-x-swatch";
-        swatch.style.background = item.colour;
-        button.appendChild(swatch);
-      }
-      button.appendChild(document.createTextNode(item.text));
-      button.addEventListener("click", function () { choose(item.value); });
-      button.addEventListener("keydown", function (event) {
-        var step = {ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1}[event.key];
-        var to = step ? (i + step + items.length) % items.length : event.key === "Home" ? 0
-          : event.key === "End" ? items.length - 1 : -1;
-        if (to < 0) return;
-        event.preventDefault();
-        keyboard = true;
-        hover = null;
-        choose(items[to].value);
-        buttons[to].focus();
-      });
-      list.appendChild(button);
-      return button;
-    });
-    box.appendChild(list);
-    controls.appendChild(box);
-    return function (value) {
-      buttons.forEach(function (button, i) {
-        var on = items[i].value === value;
-        button.setAttribute("aria-checked", on ? "true" : "false");
-        button.tabIndex = on ? 0 : -1;
-      });
-    };
-  }
-  var layers = [], heads = [{value: -1, text: "all heads"}];
-  for (var l = 0; l < L; l++) layers.push({value: l, text: String(l)});
-  for (var h = 0; h < H; h++) heads.push({value: h, text: String(h), colour: headColour(h)});
-  var markLayer = group("Layer", layers, 0, function (v) { state.layer = v; render(); });
-  var markHead = group(H > 1 ? "Head" : "Head (one)", heads, 0, function (v) { state.head = v; render(); });
-
-  var view = document.createElement("div");
-  view.className = "attn-x-view";
-  ui.appendChild(view);
-  var readout = document.createElement("div");
-  readout.className = "attn-x-readout";
-  readout.setAttribute("role", "status");
-  readout.setAttribute("aria-live", "polite");
-  ui.appendChild(readout);
-  var help = document.createElement("div");
-  help.className = "attn-x-help";
-  var HELP = "Click or hover a token (Tab to it, then arrow keys) to see its weights; Esc leaves the view.";
-  ui.appendChild(help);
-
-  // Geometry, in CSS pixels at natural size (the drawing scales down, never below the page's width).
-  var ROW = 30, CHAR = 10.5, PAD = 8, LINES = 190, NUM = 72, LEFT = 4;
-  function widest(labels) { return labels.reduce(function (a, s) { return Math.max(a, s.length); }, 1) * CHAR; }
-  var qW = LEFT + widest(D.queries) + 2 * PAD, kW = widest(D.keys) + 2 * PAD;
-  var cellW = M * 48 <= 576 ? 48 : Math.max(24, Math.floor(576 / M));
-  var upright = widest(D.keys) + 6 <= cellW;
-  var top = upright ? ROW + 4 : widest(D.keys) + 2 * PAD;
-  var gridX = qW, gridR = qW + M * cellW, linesX = gridR + 14, keysX = linesX + LINES;
-  var width = keysX + kW + NUM + PAD, height = top + Math.max(N, M) * ROW + 4;
-  function qy(i) { return top + (i + 0.5) * ROW; }
-  function ky(j) { return top + (j + 0.5) * ROW; }
-
-  function token(side, i, x, y, w, text, anchor) {
-    var on = hover ? hover.side === side && hover.index === i : state.side === side && state.index === i;
-    var chosen = state.side === side && state.index === i;
-    return '<g class="attn-x-tok' + (on ? " attn-x-on" : "") + '" data-side="' + side + '" data-index="' + i +
-      '" tabindex="' + (chosen ? 0 : -1) + '" role="radio" aria-checked="' + chosen + '" aria-label="' +
-      (side === "q" ? "query " : "key ") + esc(text) + '"><rect class="attn-x-ring" x="' + x + '" y="' + (y - ROW / 2 + 1) +
-      '" width="' + w + '" height="' + (ROW - 2) + '" rx="4"></rect><text x="' + (anchor === "end" ? x + w - PAD : x + PAD) +
-      '" y="' + (y + 5.5) + '" text-anchor="' + anchor + '">' + esc(text) + "</text></g>";
-  }
-  function cross(x, y, w, hgt) {
-    var r = Math.min(w, hgt) * 0.28, cx = x + w / 2, cy = y + hgt / 2;
-    return '<path d="M' + (cx - r) + " " + (cy - r) + "L" + (cx + r) + " " + (cy + r) + "M" + (cx - r) + " " + (cy + r) +
-      "L" + (cx + r) + " " + (cy - r) + '" stroke="#505050" stroke-width="2"></path>';
-  }
-
-  function render() {
-    markLayer(state.layer);
-    markHead(state.head);
-    var focused = root.contains(document.activeElement) && document.activeElement.getAttribute("data-side");
-    var pick = hover || state, l = state.layer;
-    var shownHeads = state.head < 0 ? Array.from({length: H}, function (_, h) { return h; }) : [state.head];
-    var out = [];
-    out.push('<svg viewBox="0 0 ' + width + " " + height + '" width="' + width +
-             '" height="' + height + '" role="group" aria-label="attention weights, layer ' + l + '">');
-    // key labels over the heatmap's columns
-    for (var k = 0; k < M; k++) {
-      var cx = gridX + (k + 0.5) * cellW;
-      out.push(upright ? '<text x="' + cx + '" y="' + (top - 10) + '" text-anchor="middle">' + esc(D.keys[k]) + "</text>"
-        : '<text transform="translate(' + (cx + 6) + "," + (top - PAD) + ') rotate(-90)">' + esc(D.keys[k]) + "</text>");
-    }
-    // the heatmap: one colour per cell, or in "all heads" one stripe per head, left to right
-    for (var q = 0; q < N; q++) {
-      for (k = 0; k < M; k++) {
-        var x = gridX + k * cellW, y = top + q * ROW;
-        if (masked(q, k)) {
-          out.push('<rect class="attn-x-cell" x="' + x + '" y="' + y + '" width="' + cellW + '" height="' + ROW +
-                   '" fill="#d0d0d0" data-query="' + q + '" data-key="' + k + '" data-weight="masked"></rect>' +
-                   cross(x, y, cellW, ROW));
-          continue;
-        }
-        var stripe = cellW / shownHeads.length;
-        shownHeads.forEach(function (h, s) {
-          var v = weight(l, h, q, k);
-          out.push('<rect class="attn-x-cell" x="' + (x + s * stripe) + '" y="' + y + '" width="' + stripe + '" height="' +
-                   ROW + '" fill="' + colour(v) + '" data-query="' + q + '" data-key="' + k + '" data-head="' + h +
-                   '" data-weight="' + fixed(v) + '"></rect>');
-        });
-      }
-    }
-    // in "all heads", white lines between the cells group each cell's stripes
-    if (shownHeads.length > 1) {
-      for (k = 1; k < M; k++) {
-        out.push('<line x1="' + (gridX + k * cellW) + '" y1="' + top + '" x2="' + (gridX + k * cellW) + '" y2="' +
-                 (top + N * ROW) + '" stroke="#fff" stroke-width="3" pointer-events="none"></line>');
-      }
-    }
-    // the chosen row (a query) or column (a key), outlined, with its numbers when one head is shown
-    var box = pick.side === "q" ? [gridX, top + pick.index * ROW, M * cellW, ROW]
-      : [gridX + pick.index * cellW, top, cellW, N * ROW];
-    out.push('<rect x="' + box[0] + '" y="' + box[1] + '" width="' + box[2] + '" height="' + box[3] +
-             '" fill="none" stroke="#c04000" stroke-width="3" pointer-events="none"></rect>');
-    if (state.head >= 0 && cellW >= 44) {
-      for (var c = 0; c < (pick.side === "q" ? M : N); c++) {
-        var qq = pick.side === "q" ? pick.index : c, kk = pick.side === "q" ? c : pick.index;
-        if (masked(qq, kk)) continue;
-        var v = weight(l, state.head, qq, kk);
-        out.push('<text class="attn-x-num" pointer-events="none" text-anchor="middle" x="' + (gridX + (kk + 0.5) * cellW) +
-                 '" y="' + (top + qq * ROW + ROW / 2 + 5.5) + '" fill="' + (v > 0.6 ? "#000" : "#fff") + '" style="fill:' +
-                 (v > 0.6 ? "#000" : "#fff") + '">' + fixed(v) + "</text>");
-      }
-    }
-    // lines from the chosen query to every key, or from every query to the chosen key
-    var links = [];
-    shownHeads.forEach(function (h, s) {
-      var dy = shownHeads.length > 1 ? (s - (shownHeads.length - 1) / 2) * 2.5 : 0;
-      for (var c = 0; c < (pick.side === "q" ? M : N); c++) {
-        var qq = pick.side === "q" ? pick.index : c, kk = pick.side === "q" ? c : pick.index;
-        if (masked(qq, kk)) continue;
-        var v = weight(l, h, qq, kk);
-        links.push('<line class="attn-x-link" x1="' + linesX + '" y1="' + (qy(qq) + dy) + '" x2="' + (keysX - 4) + '" y2="' +
-                   (ky(kk) + dy) + '" stroke="' + (shownHeads.length > 1 ? headColour(h) : "#1a1a1a") + '" stroke-width="' +
-                   (0.75 + 8 * v).toFixed(2) + '" stroke-opacity="' + (0.12 + 0.88 * v).toFixed(2) + '" stroke-linecap="round"' +
-                   ' data-query="' + qq + '" data-key="' + kk + '" data-head="' + h + '" data-weight="' + fixed(v) + '"></line>');
-      }
-    });
-    out.push(links.join(""));
-    // the tokens: queries left of the heatmap, keys right of the lines, each with its weight for the chosen query
-    for (q = 0; q < N; q++) out.push(token("q", q, LEFT, qy(q), qW - LEFT - 4, D.queries[q], "end"));
-    for (k = 0; k < M; k++) {
-      out.push(token("k", k, keysX, ky(k), kW, D.keys[k], "start"));
-      if (pick.side === "q") {
-        var text = masked(pick.index, k) ? "masked" : state.head >= 0 ? fixed(weight(l, state.head, pick.index, k)) : "";
-        if (text) out.push('<text class="attn-x-num" x="' + (keysX + kW + 2) + '" y="' + (ky(k) + 5.5) + '" style="fill:' +
-                           (text === "masked" ? "#666" : "#1a1a1a") + '">' + text + "</text>");
-      }
-    }
-    out.push("</svg>");
-    view.innerHTML = out.join("");
-    root.setAttribute("data-layer", String(l));
-    root.setAttribute("data-head", state.head < 0 ? "all" : String(state.head));
-    root.setAttribute("data-token", pick.side + pick.index);
-    help.textContent = (state.head < 0 ? "Each heatmap cell has one stripe per head, head 0 at the left; " +
-      "the lines take the heads' colours. " : "") + HELP;
-    describe(null);
-    if (focused) {
-      var again = view.querySelector('[data-side="' + state.side + '"][data-index="' + state.index + '"]');
-      if (again) again.focus();
-    }
-  }
-
-  function name(side, i) { return (side === "q" ? "query \u201c" + D.queries[i] : "key \u201c" + D.keys[i]) + "\u201d"; }
-  function headName(h) { return "head " + h; }
-  // The readout: the hovered cell's or line's weight, else the chosen token's largest weights.
-  function describe(target) {
-    var pick = hover || state, l = state.layer;
-    var where = "layer " + l + ", " + (state.head < 0 ? "all heads" : headName(state.head)) + ": ";
-    if (target && target.getAttribute("data-query") !== null) {
-      var q = +target.getAttribute("data-query"), k = +target.getAttribute("data-key");
-      var h = target.getAttribute("data-head");
-      readout.textContent = "layer " + l + (h !== null ? ", " + headName(h) : "") + ": " + name("q", q) + " \u2192 " +
-        name("k", k) + ": " + (masked(q, k) ? "masked (may not attend)" : "weight " + target.getAttribute("data-weight"));
-      return;
-    }
-    var parts = [], heads = state.head < 0 ? Array.from({length: H}, function (_, h) { return h; }) : [state.head];
-    heads.forEach(function (h) {
-      var best = -1, bestV = -1;
-      for (var c = 0; c < (pick.side === "q" ? M : N); c++) {
-        var q = pick.side === "q" ? pick.index : c, k = pick.side === "q" ? c : pick.index;
-        if (!masked(q, k) && weight(l, h, q, k) > bestV) { best = c; bestV = weight(l, h, q, k); }
-      }
-      var other = pick.side === "q" ? D.keys[best] : D.queries[best];
-      parts.push((heads.length > 1 ? headName(h) + " " : "") + (best < 0 ? "every key masked"
-        : "largest weight " + fixed(bestV) + (pick.side === "q" ? " on key \u201c" : " from query \u201c") + other + "\u201d"));
-    });
-    readout.textContent = where + name(pick.side, pick.index) + ": " + parts.join("; ");
-  }
-
-  function tokenOf(element) { return element && element.closest ? element.closest("[data-side]") : null; }
-  // At first and after a key press, the pointer previews nothing until it really moves over the view (a view
-  // redrawn, or a slide shown, under a resting pointer would otherwise preview whatever token is under it).
-  var keyboard = true, lastX = null, lastY = null;
-  view.addEventListener("mousemove", function (event) {
-    var moved = event.clientX !== lastX || event.clientY !== lastY;
-    lastX = event.clientX;
-    lastY = event.clientY;
-    if (moved && keyboard) {
-      keyboard = false;
-      point(event.target);
-    }
-  });
-  view.addEventListener("mouseover", function (event) { if (!keyboard) point(event.target); });
-  function point(target) {
-    var tok = tokenOf(target);
-    if (tok) {
-      var next = {side: tok.getAttribute("data-side"), index: +tok.getAttribute("data-index")};
-      if (!hover || hover.side !== next.side || hover.index !== next.index) { hover = next; render(); }
-      return;
-    }
-    if (hover) { hover = null; render(); }
-    describe(target.getAttribute && target.getAttribute("data-weight") !== null ? target : null);
-  }
-  view.addEventListener("mouseleave", function () { if (hover) { hover = null; render(); } });
-  view.addEventListener("click", function (event) {
-    var tok = tokenOf(event.target), cell = event.target.closest && event.target.closest(".attn-x-cell");
-    if (tok) choose(tok.getAttribute("data-side"), +tok.getAttribute("data-index"));
-    else if (cell) choose("q", +cell.getAttribute("data-query"));
-  });
-  function choose(side, index) { state.side = side; state.index = index; hover = null; render(); }
-  view.addEventListener("focusin", function (event) {
-    var tok = tokenOf(event.target);
-    if (tok && (tok.getAttribute("data-side") !== state.side || +tok.getAttribute("data-index") !== state.index)) {
-      choose(tok.getAttribute("data-side"), +tok.getAttribute("data-index"));
-    }
-  });
-  view.addEventListener("keydown", function (event) {
-    var tok = tokenOf(event.target);
-    if (!tok) return;
-    var side = state.side, i = state.index, size = side === "q" ? N : M;
-    if (event.key === "ArrowDown") i = (i + 1) % size;
-    else if (event.key === "ArrowUp") i = (i - 1 + size) % size;
-    else if (event.key === "Home") i = 0;
-    else if (event.key === "End") i = size - 1;
-    else if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
-      side = side === "q" ? "k" : "q";
-      i = Math.min(i, (side === "q" ? N : M) - 1);
-    } else return;
-    event.preventDefault();
-    keyboard = true;
-    choose(side, i);
-    var again = view.querySelector('[data-side="' + side + '"][data-index="' + i + '"]');
-    if (again) again.focus();
-  });
-  // Keys used here stay here: reveal.js (the slides) and JupyterLab's command mode would act on them too.
-  root.addEventListener("keydown", function (event) {
-    if (event.key === "Escape") {
-      if (document.activeElement && root.contains(document.activeElement)) document.activeElement.blur();
-      event.stopPropagation();
-      return;
-    }
-    if (/^(Arrow(Up|Down|Left|Right)|Home|End| |Enter|Tab)$/.test(event.key) || event.key === "Spacebar") {
-      if (event.key !== "Tab") event.stopPropagation();
-    }
-  });
-
-  render();
-  var fallback = root.querySelector(".attn-x-fallback"), note = root.querySelector(".attn-x-note");
-  root.appendChild(ui);
-  if (fallback) fallback.remove();
-  if (note) note.remove();
-  root.setAttribute("data-live", "1");
-})();
-"""
+# The view's style and script ship with the package (helpers/explorer.css, helpers/explorer.js) and are read
+# once, here, then inlined into every output: a view needs no file beside the page (JupyterLab, the site, the
+# decks, offline). Colours: viridis as in helpers.plotting (0 dark purple, 1 yellow), masked cells grey with a
+# dark cross, one colour per head (Okabe and Ito's colour-blind-safe set, yellow left out: it vanishes on white).
+_HERE = Path(__file__).resolve().parent
+_CSS_SOURCE = re.sub(r"/\*.*?\*/", "", (_HERE / "explorer.css").read_text(encoding="utf-8"), flags=re.S)
+CSS = "\n".join(line.strip() for line in _CSS_SOURCE.splitlines() if line.strip())  # without its comments
+SCRIPT = (_HERE / "explorer.js").read_text(encoding="utf-8")
 
 # What goes into each output: the script without its indentation and whole-line comments (a third smaller).
 _SCRIPT_SHIPPED = "\n".join(

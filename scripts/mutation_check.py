@@ -9,8 +9,8 @@ A maintainer tool, not run by `pytest`. From the repository root, in the activat
 
 Each mutant is a one-line edit of `helpers/attention.py`, `encoder.py`, `masks.py`, `reference.py`,
 `tasks.py`, `efficient.py`, `decoder.py`, `transformer.py`, `decoding.py`, `training.py`, `explorer.py` or
-`exercises.py` (a wrong softmax axis, a flipped mask, a dropped residual, a running sum not rescaled, a cache
-reordered wrongly, a misspelt word, a checker that compares an answer with itself, ...). The script copies
+`exercises/_core.py`, `nb09.py`, `nb10.py`, `nb11.py` (a wrong softmax axis, a flipped mask, a dropped residual, a
+running sum not rescaled, a cache reordered wrongly, a misspelt word, a checker that compares an answer with itself, ...). The script copies
 `helpers/`, `tests/`, `notebooks/data/` (the saved model a test decodes), `conftest.py` and `pyproject.toml` into
 a temporary folder once, then for each mutant writes
 the edited module into that copy, runs only the unit tests of the edited module there
@@ -55,16 +55,30 @@ TESTS = {
     "decoding.py": ["tests/test_decoding.py", "tests/test_efficient.py"],
     "training.py": ["tests/test_training.py"],
     "explorer.py": ["tests/test_explorer.py"],
-    "exercises.py": [
-        "tests/test_exercises.py",
-        "tests/test_exercises_11.py",
-        "tests/test_exercises_robustness.py",
-        "tests/test_exercises_in_place.py",
+    "exercises/_core.py": [
+        "tests/exercises/test_core.py",
+        "tests/exercises/test_nb01.py",
+        "tests/exercises/test_nb02.py",
+        "tests/exercises/test_nb03.py",
+        "tests/exercises/test_nb10.py",
+        "tests/exercises/test_nb11.py",
+    ],
+    "exercises/nb09.py": [
+        "tests/exercises/test_nb09.py",
+        "tests/exercises/test_core.py",
+    ],
+    "exercises/nb10.py": [
+        "tests/exercises/test_nb10.py",
+        "tests/exercises/test_core.py",
         "tests/test_decoding.py",
         "tests/test_training.py",
     ],
+    "exercises/nb11.py": [
+        "tests/exercises/test_nb11.py",
+        "tests/exercises/test_core.py",
+    ],
 }
-__doc__ += "".join(f"\n    helpers/{module:<13} {' '.join(tests)}" for module, tests in TESTS.items()) + "\n"
+__doc__ += "".join(f"\n    helpers/{module:<18} {' '.join(tests)}" for module, tests in TESTS.items()) + "\n"
 
 
 @dataclass(frozen=True)
@@ -962,15 +976,15 @@ MUTANTS = [
     ),
     M(
         "N38",
-        "exercises.py",
-        "        shift_right,\n        reference,\n        _shift_cases(),",
+        "exercises/nb09.py",
+        "        shift_right,\n        transformer.shift_right,\n        _shift_cases(),",
         "        shift_right,\n        shift_right,\n        _shift_cases(),",
         "check_shift_right compares the answer with itself",
         from_review=True,
     ),
     M(
         "N39",
-        "exercises.py",
+        "exercises/nb09.py",
         "if norms != (0, 1, 2)",
         "if norms != (0, 1, 1)",
         "check_decoder_block: right norm order kept as a 'norms swapped' variant, (0, 1, 1) left out",
@@ -978,7 +992,7 @@ MUTANTS = [
     ),
     M(
         "N40",
-        "exercises.py",
+        "exercises/nb10.py",
         "torch.arange(1, 30001, 37,",
         "torch.arange(1, 3001, 37,",
         "check_rate: first case stops before the warm-up ends",
@@ -986,7 +1000,7 @@ MUTANTS = [
     ),
     M(
         "N41",
-        "exercises.py",
+        "exercises/nb10.py",
         "(4 + lengths) / 6",
         "(6 + lengths) / 6",
         "check_length_penalty: '<eos> not counted' variant never matches",
@@ -994,15 +1008,15 @@ MUTANTS = [
     ),
     M(
         "N42",
-        "exercises.py",
-        "_folded(reference),",
+        "exercises/nb11.py",
+        "_folded(efficient.online_softmax_update),",
         "_folded(fn),",
         "check_online_softmax_update compares the answer with itself",
         from_review=True,
     ),
     M(
         "N43",
-        "exercises.py",
+        "exercises/nb11.py",
         "2, 2, 2, 3, 8, 5),",
         "2, 2, 2, 3, 8, 8),",
         "check_cached_attention: the only d_k != d_v case made d_v = d_k",
@@ -1010,7 +1024,7 @@ MUTANTS = [
     ),
     M(
         "N44",
-        "exercises.py",
+        "exercises/nb11.py",
         "k, v = k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)",
         "k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)",
         "check_grouped_attention: 'tiled' variant equals the right one",
@@ -1018,7 +1032,7 @@ MUTANTS = [
     ),
     M(
         "N45",
-        "exercises.py",
+        "exercises/_core.py",
         "RTOL, ATOL = 1e-4, 1e-5",
         "RTOL, ATOL = 1e-2, 1e-5",
         "checkers' relative tolerance loosened 100x",
@@ -1150,7 +1164,7 @@ def main() -> int:
     if args.list:
         for m in mutants:
             flag = " [equivalent]" if m.equivalent else (" [review]" if m.from_review else "")
-            print(f"{m.id}  helpers/{m.module:<13} {m.what}{flag}")
+            print(f"{m.id}  helpers/{m.module:<18} {m.what}{flag}")
         return 0
 
     originals = {module: (ROOT / "helpers" / module).read_text() for module in TESTS}
@@ -1192,7 +1206,7 @@ def main() -> int:
             results.append((m, caught))
             flag = " [equivalent]" if m.equivalent else (" [review]" if m.from_review else "")
             verdict = "caught  " if caught else "SURVIVED"
-            print(f"{m.id} {verdict} {seconds:5.1f} s  helpers/{m.module:<13} {m.what}{flag}", flush=True)
+            print(f"{m.id} {verdict} {seconds:5.1f} s  helpers/{m.module:<18} {m.what}{flag}", flush=True)
             if caught and summary:
                 print(f"      {summary}")
 

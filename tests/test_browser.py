@@ -412,17 +412,37 @@ def exercise_explorer(view, data: dict, page) -> str:
     (decoded by helpers.explorer.decode_payload). Returns a one-line summary."""
     layers, heads, n, m = data["weights"].shape
     layer, head, query, key = layers - 1, heads - 1, n - 1, 0
+    # The view opens on the layer and head given to explore_attention (layer=, head=; views made before those
+    # arguments existed carry no "start" and open on layer 0, head 0); head -1 is "all heads".
+    start = data.get("start") or {"layer": 0, "head": 0}
+    first_heads = list(range(heads)) if start["head"] < 0 else [start["head"]]
     page.mouse.move(0, 0)
     drawn = view.evaluate(DRAWN_JS)
-    assert (drawn["layer"], drawn["head"], drawn["token"]) == ("0", "0", "q0"), _brief(drawn)
-    assert _drawn_lines(drawn) == _expected_lines(data, 0, [0], "q", 0), "the first view drawn is not layer 0, head 0"
+    first = (str(start["layer"]), "all" if start["head"] < 0 else str(start["head"]), "q0")
+    assert (drawn["layer"], drawn["head"], drawn["token"]) == first, _brief(drawn)
+    assert _drawn_lines(drawn) == _expected_lines(data, start["layer"], first_heads, "q", 0), (
+        "not its first layer, head"
+    )
+    if "start" in data and layers == 1:  # one layer: nothing to pick, no "Layer" group
+        assert view.locator('[aria-label="Layer"]').count() == 0, "a one-layer view shows a Layer group"
 
-    view.locator(f'[aria-label="Layer"] [data-value="{layer}"]').click()
+    if layers > 1:
+        view.locator(f'[aria-label="Layer"] [data-value="{layer}"]').click()
     view.locator(f'[aria-label^="Head"] [data-value="{head}"]').click()
     view.locator(f'[data-side="q"][data-index="{query}"]').click()
     drawn = view.evaluate(DRAWN_JS)
     assert (drawn["layer"], drawn["head"], drawn["token"]) == (str(layer), str(head), f"q{query}"), _brief(drawn)
     assert _drawn_lines(drawn) == _expected_lines(data, layer, [head], "q", query)
+    # After a mouse click the arrow keys move the view's selection, from the clicked token, and nothing else: in
+    # JupyterLab a click used to leave the focus on the cell, and the arrows moved the notebook's active cell.
+    clicked = page.evaluate(ACTIVE_CELL_JS)
+    page.keyboard.press("ArrowDown")
+    after = view.evaluate(DRAWN_JS)
+    assert (after["token"], after["focus"]) == (f"q{(query + 1) % n}",) * 2, f"ArrowDown after a click: {_brief(after)}"
+    page.keyboard.press("ArrowUp")
+    after = view.evaluate(DRAWN_JS)
+    assert (after["token"], after["focus"]) == (f"q{query}",) * 2, f"ArrowUp after a click: {_brief(after)}"
+    assert page.evaluate(ACTIVE_CELL_JS) == clicked, "arrow keys after a click in the view moved JupyterLab's cells"
     cells = {(c["query"], c["key"]): c["weight"] for c in drawn["cells"]}
     for q in range(n):  # the heatmap is this head's whole (n, m) matrix, masked cells marked
         for k in range(m):
@@ -451,8 +471,9 @@ def exercise_explorer(view, data: dict, page) -> str:
     # The keyboard: Tab reaches the controls, the arrow keys change the layer and move along the tokens (and
     # stay in the view: in JupyterLab they must not move the active cell).
     active = page.evaluate(ACTIVE_CELL_JS)
-    view.locator('[aria-label="Layer"] [aria-checked="true"]').focus()
-    page.keyboard.press("Home")
+    if layers > 1:
+        view.locator('[aria-label="Layer"] [aria-checked="true"]').focus()
+        page.keyboard.press("Home")
     view.locator('[aria-label^="Head"] [data-value="-1"]').focus()
     page.keyboard.press("Enter")  # a button pressed with Enter, then with Space (JupyterLab: edit mode; reveal: next)
     view.locator('[aria-label^="Head"] [data-value="0"]').focus()

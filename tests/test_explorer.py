@@ -5,6 +5,7 @@ the untrusted fallback), tests/test_site.py (the HTML site) and tests/test_slide
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 import shutil
@@ -14,9 +15,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from helpers.encoder import Encoder
-from helpers.explorer import _SCRIPT_SHIPPED, CSS, MARKER, SCALE, decode_payload, explore_attention, read_payload
+from helpers.explorer import (
+    _SCRIPT_SHIPPED,
+    CSS,
+    MARKER,
+    MAX_HEIGHT,
+    SCALE,
+    decode_payload,
+    distinct_labels,
+    explore_attention,
+    read_payload,
+)
 from helpers.masks import causal_mask, padding_mask
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -138,7 +150,7 @@ def test_a_large_view_stays_small():
     weights = [_softmax(1, 8, 16, 16, seed=s) for s in range(6)]  # 6 layers x 8 heads x 16 x 16
     view = explore_attention(weights, [f"t{i}" for i in range(16)])
     assert len(json.dumps(view.payload())) < 17_000  # 12,288 weights, one byte each in base64
-    assert len(_SCRIPT_SHIPPED) + len(CSS) < 20_000  # the same in every view; the figure comes on top
+    assert len(_SCRIPT_SHIPPED) + len(CSS) < 22_000  # the same in every view (model view included); the figure on top
 
 
 def test_two_views_are_independent():
@@ -154,6 +166,169 @@ def test_float_error_within_the_tolerance_is_accepted_and_cleaned():
     mask = causal_mask(3)
     weights = (torch.eye(3) * (1 + 1e-6)).masked_fill(~mask, 1e-6)[None]  # (h=1, n, m)
     np.testing.assert_array_equal(explore_attention(weights, list("abc"), mask=mask).weights[0, 0], np.eye(3))
+
+
+HELPERS = Path(__file__).resolve().parent.parent / "helpers"
+
+
+def test_the_script_and_style_ship_as_files_and_are_inlined():
+    """helpers/explorer.js and helpers/explorer.css are the package's data (pyproject.toml), read at import and
+    inlined into each view: the page needs no file beside it."""
+    html = explore_attention(_softmax(2, 3, 3), list("abc")).html
+    assert f"<style>{CSS}</style>" in html and f"<script>{_SCRIPT_SHIPPED}</script>" in html
+    assert "attn-x-side" in (HELPERS / "explorer.css").read_text() and "attn-x-side" in CSS
+    assert "function distinct(" in (HELPERS / "explorer.js").read_text() and "function distinct(" in _SCRIPT_SHIPPED
+    assert "/*" not in CSS and not any(line.startswith("//") for line in _SCRIPT_SHIPPED.splitlines())
+    pyproject = (HELPERS.parent / "pyproject.toml").read_text()
+    assert '"explorer.css"' in pyproject and '"explorer.js"' in pyproject
+
+
+def test_the_shipped_script_parses(tmp_path):
+    """A syntax error in helpers/explorer.js (or one made by stripping its comments) fails here, not in a browser."""
+    node = _node()
+    if node is None:
+        pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
+    for name, text in {"source.js": (HELPERS / "explorer.js").read_text(), "shipped.js": _SCRIPT_SHIPPED}.items():
+        path = tmp_path / name
+        path.write_text(text)
+        result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+    broken = tmp_path / "broken.js"
+    broken.write_text(_SCRIPT_SHIPPED.replace("function render() {", "function render( {", 1))
+    assert subprocess.run([node, "--check", str(broken)], capture_output=True, timeout=60).returncode != 0
+
+
+def _css_errors(text: str) -> list[str]:
+    tinycss2 = pytest.importorskip("tinycss2")  # nbconvert's bleach[css] installs it
+    errors = []
+    rules = tinycss2.parse_stylesheet(text, skip_comments=True, skip_whitespace=True)
+    for rule in rules:
+        if rule.type == "error":
+            errors.append(f"{rule.message} at line {rule.source_line}")
+        elif rule.type == "qualified-rule":
+            for item in tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True):
+                if item.type == "error":
+                    errors.append(f"{item.message} at line {item.source_line}")
+                elif item.type == "declaration" and not item.value:
+                    errors.append(f"empty value for {item.name} at line {item.source_line}")
+                elif item.type not in ("declaration",):
+                    errors.append(f"{item.type} inside a rule at line {item.source_line}")
+        elif rule.type != "at-rule":
+            errors.append(f"{rule.type} at line {rule.source_line}")
+    return errors
+
+
+def test_the_shipped_style_parses():
+    assert _css_errors((HELPERS / "explorer.css").read_text()) == []
+    assert _css_errors(CSS) == []
+    assert len(re.findall(r"\{", CSS)) >= 20  # every rule survived the comments' removal
+    assert _css_errors(CSS.replace("}", "", 1).replace(";", "{", 1))  # and a broken one is caught
+
+
+def test_the_view_opens_on_the_layer_and_head_given():
+    weights = [_softmax(3, 4, 4, seed=s) for s in range(2)]  # 2 layers x 3 heads
+    assert read_payload(explore_attention(weights, list("abcd")).html)[0]["start"] == {"layer": 0, "head": 0}
+    [data] = read_payload(explore_attention(weights, list("abcd"), layer=1, head=2).html)
+    assert data["start"] == {"layer": 1, "head": 2}
+    [data] = read_payload(explore_attention(weights, list("abcd"), layer=np.int64(1), head="all").html)
+    assert data["start"] == {"layer": 1, "head": -1}  # -1: all heads overlaid, as the script numbers it
+    assert "var start = D.start || {layer: 0, head: 0};" in _SCRIPT_SHIPPED  # views stored before still open
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"layer": 2}, r"layer=2 is out of range: the weights have 2 layers, so layer is 0 to 1$"),
+        ({"layer": -1}, r"layer=-1 is out of range"),
+        ({"head": 3}, r'head=3 is out of range: the weights have 3 heads, so head is 0 to 2, or "all"'),
+        ({"head": True}, r"head must be an integer, 0 to 2, or \"all\"; got True"),
+        ({"layer": False}, r"layer must be an integer, 0 to 1; got False"),
+        ({"layer": 1.0}, r"layer must be an integer, 0 to 1; got 1\.0"),
+        ({"head": "2"}, r"head must be an integer.*got '2'"),
+        ({"cross": "yes"}, r"cross must be True or False, got 'yes'"),
+    ],
+    ids=[
+        "layer-too-big",
+        "layer-negative",
+        "head-too-big",
+        "head-true",
+        "layer-false",
+        "layer-float",
+        "head-str",
+        "cross",
+    ],
+)
+def test_layer_and_head_are_checked(kwargs, message):
+    weights = [_softmax(3, 4, 4, seed=s) for s in range(2)]
+    with pytest.raises(ValueError, match=message):
+        explore_attention(weights, list("abcd"), **kwargs)
+
+
+def test_one_layer_out_of_range_says_there_is_one():
+    with pytest.raises(ValueError, match=r"layer is 0 \(there is one\)"):
+        explore_attention(_softmax(2, 3, 3), list("abc"), layer=1)
+
+
+def test_repeated_labels_are_told_apart_by_position():
+    assert distinct_labels(["the", "cat", "sat", "on", "the", "mat"]) == ["0·the", "cat", "sat", "on", "4·the", "mat"]
+    assert distinct_labels(["→9"] * 3) == ["0·→9", "1·→9", "2·→9"]
+    assert distinct_labels(["a", "b"]) == ["a", "b"]
+    view = explore_attention(_softmax(1, 3, 3), ["x", "y", "x"])
+    assert read_payload(view.html)[0]["keys"] == ["x", "y", "x"]  # the data keeps the labels as given
+
+
+def test_the_script_tells_repeated_labels_apart_as_python_does():
+    node = _node()
+    if node is None:
+        pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
+    lines = _SCRIPT_SHIPPED.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("function distinct("))
+    cases = [["the", "cat", "the"], ["→9"] * 4, ["PAD", "1", "PAD", "__proto__", "__proto__"], ["a"]]
+    program = "\n".join([*lines[first : first + 5], f"console.log(JSON.stringify({json.dumps(cases)}.map(distinct)));"])
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [distinct_labels(c) for c in cases]
+
+
+def test_sides_are_named_queries_and_keys_or_target_and_source():
+    [self_] = read_payload(explore_attention(_softmax(2, 3, 3), list("abc")).html)
+    assert self_["sides"] == ["queries", "keys"]
+    cross = explore_attention(_softmax(2, 2, 3), list("abc"), query_tokens=["x", "y"], cross=True)
+    assert read_payload(cross.html)[0]["sides"] == ["target (queries)", "source (keys)"] and cross.cross
+    # n != m alone does not make it cross-attention: the caller says so
+    assert read_payload(explore_attention(_softmax(2, 2, 3), list("abc"), ["x", "y"]).html)[0]["sides"][0] == "queries"
+    assert 'var SIDES = D.sides || ["queries", "keys"];' in _SCRIPT_SHIPPED
+    assert 'class="attn-x-scale"' in _SCRIPT_SHIPPED  # the colour scale under the heatmap
+
+
+def test_one_layer_has_no_layer_group_and_a_deck_gets_its_help_line():
+    assert 'var markLayer = L > 1 ? group("Layer"' in _SCRIPT_SHIPPED
+    assert "Esc returns to the slides." in _SCRIPT_SHIPPED and 'root.closest(".reveal")' in _SCRIPT_SHIPPED
+
+
+def test_a_click_moves_the_focus_to_the_clicked_token():
+    """In JupyterLab a click left the focus on the cell: the view's arrow keys then moved the notebook."""
+    assert "button.focus(); });" in _SCRIPT_SHIPPED
+    assert "if (again) again.focus();" in _SCRIPT_SHIPPED
+
+
+def _image(view) -> Image.Image:
+    return Image.open(io.BytesIO(view.png)).convert("RGB")
+
+
+def test_the_fallback_is_white_and_fits_a_1080p_screen():
+    mask = padding_mask([6, 3])
+    layers = [_softmax(2, 4, 6, 6, seed=s).masked_fill(~mask[:, None], 0) for s in range(6)]
+    layers = [w / w.sum(-1, keepdim=True) for w in layers]  # 6 layers x 4 heads, as notebook 06
+    tokens = ["birds", "sing", "loudly", "<pad>", "<pad>", "<pad>"]
+    tall = _image(explore_attention(layers, tokens, mask=mask, sequence=1, title="six layers"))
+    assert tall.height <= MAX_HEIGHT and tall.width < 1920, tall.size
+    small = _image(explore_attention(_softmax(2, 3, 3), list("abc")))
+    for image in (tall, small):
+        corners = {image.getpixel(xy) for xy in [(0, 0), (image.width - 1, 0), (0, image.height - 1)]}
+        assert corners == {(255, 255, 255)}, corners  # white, not the #fcfcfc of PIL's own quantize
+    many = _image(explore_attention([_softmax(1, 8, 16, 16, seed=s) for s in range(12)], [f"t{i}" for i in range(16)]))
+    assert many.height <= MAX_HEIGHT, many.size  # 12 layers: smaller panels are not enough, the image is scaled
 
 
 @pytest.mark.parametrize(
@@ -221,3 +396,11 @@ def test_float_error_within_the_tolerance_is_accepted_and_cleaned():
 def test_bad_input_gets_a_clear_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_the_model_view_draws_every_layer_and_head_as_a_thumbnail():
+    """E1: a grid of L x H small heatmaps (buttons with data-layer and data-head); a click shows that layer and
+    head. Driven in a browser in the scratch check; here: the script builds it, and a deck hides it."""
+    assert 'thumb.className = "attn-x-thumb";' in _SCRIPT_SHIPPED and "if (L * H > 1) {" in _SCRIPT_SHIPPED
+    assert "state.layer = l; state.head = h; render(); button.focus();" in _SCRIPT_SHIPPED
+    assert ".reveal .attn-x-overview{display:none}" in CSS

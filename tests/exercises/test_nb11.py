@@ -1,7 +1,5 @@
-"""Notebook 11's checkers accept right answers written several ways and name each classic mistake.
-
-The answers below are written independently, the way a reader would, not taken from the checkers' own variants.
-"""
+"""The checkers of notebook 11, efficient attention (``helpers.exercises.nb11``): right answers pass, classic mistakes are
+named."""
 
 from __future__ import annotations
 
@@ -10,11 +8,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from answers import _finite, _joined, _step, inverted, no_mask
 from torch.nn.attention.bias import causal_lower_right
 
 from helpers import exercises as ex
 from helpers.efficient import online_softmax_update
-from helpers.transformer import shift_right
+from helpers.exercises import nb11
 
 INF = math.inf
 
@@ -47,13 +46,6 @@ def test_stubs_hostile_answers_and_hint_tiers(checker):
     assert checker(lambda *args: None).mistake == "no return"
     assert checker(lambda *args: [1.0, 2.0, 3.0]).status == "failed"
     assert "check_" in checker.__name__ and checker.__name__ in ex.__all__
-
-
-# --- 11.1 the online softmax update ---------------------------------------------------------------------
-
-
-def _finite(t):
-    return torch.where(torch.isinf(t), torch.zeros_like(t), t)
 
 
 def update_log_space(m, s, block):  # log-space: logaddexp of the two log-normalisers
@@ -99,25 +91,15 @@ def test_online_softmax_update_accepts_right_answers():
 
 
 def test_online_softmax_folded_case_is_the_logsumexp_of_the_row():
-    case = ex._online_cases()[-1]
+    case = nb11._online_cases()[-1]
     row = case.args[2]
-    new_max, new_sum = ex._folded(online_softmax_update)(*case.args)
+    new_max, new_sum = nb11._folded(online_softmax_update)(*case.args)
     torch.testing.assert_close(new_max + new_sum.log(), torch.logsumexp(row, dim=-1))
-
-
-def _step(m, block):
-    new_max = torch.maximum(m, block.amax(-1))
-    return new_max, _finite(new_max)
 
 
 def no_rescale(m, s, block):
     new_max, shift = _step(m, block)
     return new_max, s + torch.exp(block - shift[:, None]).sum(-1)
-
-
-def inverted(m, s, block):
-    new_max, shift = _step(m, block)
-    return new_max, s * torch.exp(new_max - m) + torch.exp(block - shift[:, None]).sum(-1)
 
 
 def unshifted(m, s, block):
@@ -206,9 +188,6 @@ def test_online_softmax_update_wrong_shapes_and_unnamed_mistakes_get_clear_verdi
     assert "Hint in code: the new max is torch.maximum" in text and "A solution" not in text, text
 
 
-# --- 11.2 attention with a KV cache ---------------------------------------------------------------------
-
-
 def cached_helpers(q, k, v, cache_k, cache_v):
     from helpers.attention import scaled_dot_product_attention
     from helpers.masks import causal_mask
@@ -247,10 +226,6 @@ def test_cached_attention_accepts_right_answers():
         assert verdict.passed, (answer.__name__, str(verdict))
 
 
-def _joined(k, v, cache_k, cache_v):
-    return torch.cat([cache_k, k], dim=2), torch.cat([cache_v, v], dim=2)
-
-
 def is_causal_with_cache(q, k, v, cache_k, cache_v):
     keys, values = _joined(k, v, cache_k, cache_v)
     return F.scaled_dot_product_attention(q, keys, values, is_causal=True), keys, values
@@ -260,11 +235,6 @@ def top_left_by_hand(q, k, v, cache_k, cache_v):
     keys, values = _joined(k, v, cache_k, cache_v)
     allowed = torch.ones(q.shape[2], keys.shape[2], dtype=torch.bool).tril()
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed), keys, values
-
-
-def no_mask(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
-    return F.scaled_dot_product_attention(q, keys, values), keys, values
 
 
 def cache_only(q, k, v, cache_k, cache_v):
@@ -385,9 +355,6 @@ def test_cached_attention_wrong_shapes_and_types_get_clear_verdicts():
     assert verdict.mistake == "caches swapped" and "the keys first" in str(verdict), str(verdict)
 
 
-# --- 11.3 grouped-query attention ---------------------------------------------------------------------
-
-
 def grouped_sdpa(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
@@ -431,8 +398,8 @@ def test_grouped_attention_accepts_right_answers():
 
 
 def test_grouped_reference_equals_repeating_the_key_value_heads():
-    for case in ex._grouped_cases():
-        torch.testing.assert_close(ex._grouped_reference(*case.args), grouped_repeat_interleave(*case.args))
+    for case in nb11._grouped_cases():
+        torch.testing.assert_close(nb11._grouped_reference(*case.args), grouped_repeat_interleave(*case.args))
 
 
 def tiled_repeat(q, k, v):
@@ -507,55 +474,11 @@ def test_grouped_attention_wrong_shapes_and_types_get_clear_verdicts():
     assert verdict.mistake == "wrong return type" and "torch.as_tensor" in str(verdict), str(verdict)
 
 
-# --- the checkers' own cases -------------------------------------------------------------------------
-
-
-NAMED_VARIANTS = {
-    "09.1": (ex._shift_cases, ex._shift_mistakes, shift_right, 1),
-    "09.2": (ex._decoder_cases, ex._decoder_mistakes, ex._decoder_block_variant, 1),
-    "10.1": (ex._rate_cases, ex._rate_mistakes, ex._in_peak_units(ex._rate_variant), 1),
-    "10.2": (ex._score_cases, ex._score_mistakes, ex._score_variant, 1),
-    "11.1": (ex._online_cases, ex._online_mistakes, ex._folded(online_softmax_update), 2),
-    "11.2": (ex._cached_cases, ex._cached_mistakes, ex._cached_reference, 3),
-    "11.3": (ex._grouped_cases, ex._grouped_mistakes, ex._grouped_reference, 1),
-}
-
-
-@pytest.mark.parametrize(("cases", "mistakes", "reference", "count"), NAMED_VARIANTS.values(), ids=NAMED_VARIANTS)
-def test_every_named_variant_differs_from_the_reference_on_some_case(cases, mistakes, reference, count):
-    cases = cases()
-    with torch.no_grad():
-        expected = [ex._outputs(reference(*ex._fresh(case.args)), count) for case in cases]
-        for mistake in mistakes():
-            got = [ex._outputs(mistake.wrong(*ex._fresh(case.args)), count) for case in cases]
-            assert not all(ex._same(a, b) for a, b in zip(got, expected, strict=True)), mistake.key
-
-
-def test_a_variant_equal_to_the_reference_would_be_caught():
-    """The test above fails on a list that names the right answer a mistake, e.g. norms (0, 1, 2) of 09.2."""
-    cases = ex._decoder_cases()
-    right = ex._Mistake("norms swapped", lambda *a: ex._decoder_block_variant(*a, norms=(0, 1, 2)), "")
-    with torch.no_grad():
-        assert all(
-            ex._same(
-                ex._outputs(right.wrong(*ex._fresh(c.args)), 1), ex._outputs(ex._decoder_block_variant(*c.args), 1)
-            )
-            for c in cases
-        )
-
-
 def test_a_wrong_group_is_located():
     text = str(ex.check_grouped_attention(first_head))
     assert "only in query heads 4-7, the group of key/value head 1" in text, text
     text = str(ex.check_online_softmax_update(unguarded))
     assert "only in row 0, which has seen only -inf entries" in text, text
-
-
-def test_a_wrong_1d_result_is_located_by_entries_not_columns():
-    wrong = torch.tensor([True, False, True])
-    assert ex._pattern(wrong, {}) == "only at indices 0, 2"
-    assert ex._pattern(torch.tensor([False, True, False]), {}) == "only at index 1"
-    assert ex._pattern(wrong, {}, ("step", [1, 38, 75])) == "only at steps 1, 75"
 
 
 def test_one_max_over_all_rows_is_named():
@@ -574,9 +497,6 @@ def test_no_mask_for_one_query_and_is_causal_for_a_chunk_is_named_top_left():
         return out, cache_k, cache_v
 
     assert ex.check_cached_attention(switching).mistake == "causal mask aligned top-left"
-
-
-# --- near misses (issue 19) ---------------------------------------------------------------------------
 
 
 def test_the_off_by_one_cache_masks_and_the_inverted_convention_are_named_in_11_2():
