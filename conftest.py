@@ -26,13 +26,14 @@ torch.set_num_threads(1)
 SLOW_FIRST = [
     "notebooks/10_training_and_decoding.ipynb",  # ~53
     "tests/test_site.py",  # ~40
-    "tests/test_browser.py",  # ~40
+    "tests/test_browser.py",  # ~25
     "tests/test_slides.py",  # ~30
     "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~20
     "notebooks/07_what_attention_learns.ipynb",  # ~15
     "notebooks/11_efficient_attention.ipynb",  # ~14
     "notebooks/06_encoder_block.ipynb",  # ~13
     "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~10
+    "tests/test_explorer.py",  # ~10
 ]
 
 
