@@ -30,7 +30,7 @@ import inspect
 
 import torch
 
-from helpers.checks import non_negative_int, positive_int
+from helpers.checks import non_negative_int, positive_int, shape_text
 from helpers.decoder import KVCache
 
 __all__ = ["beam_search", "greedy_decode", "length_penalty"]
@@ -57,8 +57,7 @@ def _check(model, src, bos_id, eos_id, max_len, src_mask) -> None:
         if not callable(getattr(model, method, None)):
             raise ValueError(f"model must have encode(src, src_mask) and decode(tgt, memory, src_mask); no {method}")
     if not isinstance(src, torch.Tensor) or src.dim() != 2 or src.is_floating_point() or src.dtype == torch.bool:
-        got = f"{src.dtype} of shape {tuple(src.shape)}" if isinstance(src, torch.Tensor) else type(src).__name__
-        raise ValueError(f"src must be integer token ids of shape (B, m), got {got}")
+        raise ValueError(f"src must be integer token ids of shape (B, m), got {shape_text(src)}")
     if src.shape[0] == 0 or src.shape[1] == 0:
         raise ValueError(f"src must hold at least one sentence and one position, got shape {tuple(src.shape)}")
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):

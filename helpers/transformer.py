@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-from helpers.checks import non_negative_int, positive_int
+from helpers.checks import non_negative_int, positive_int, shape_text
 from helpers.decoder import Decoder, KVCache
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import causal_mask
@@ -49,12 +49,7 @@ def shift_right(targets: torch.Tensor, bos_id: int) -> torch.Tensor:
     so the prediction at position ``i`` (which sees positions ``<= i`` only) is a prediction of token ``i``.
     """
     if not isinstance(targets, torch.Tensor) or targets.dim() != 2 or targets.is_floating_point():
-        got = (
-            f"{targets.dtype} of shape {tuple(targets.shape)}"
-            if isinstance(targets, torch.Tensor)
-            else type(targets).__name__
-        )
-        raise ValueError(f"targets must be integer token ids of shape (B, n), got {got}")
+        raise ValueError(f"targets must be integer token ids of shape (B, n), got {shape_text(targets)}")
     non_negative_int("bos_id", bos_id, "a token id")
     bos = torch.full_like(targets[:, :1], bos_id)  # (B, 1)
     return torch.cat([bos, targets[:, :-1]], dim=1)  # (B, 1) + (B, n - 1) -> (B, n)

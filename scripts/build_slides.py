@@ -9,7 +9,7 @@ The decks show the outputs stored in the notebooks (nothing is executed, so this
 notebook gets a deck when at least one of its top-level cells has a slide type (in JupyterLab: the
 property inspector, "Slide Type"; stored as ``cell.metadata.slideshow.slide_type``). The series uses
 the types this way, the same in every presented notebook (tests/test_slides.py checks the first two
-points in notebooks 01-04 and 08):
+points in every numbered notebook):
 
 - ``slide`` (left/right arrow keys): the title cell and every cell that starts a ``## `` section, the
   summary, the exercises and "What's next" included;

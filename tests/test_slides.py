@@ -389,8 +389,9 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
     assert not failures, f"{len(failures)} problems at 1920x1080:\n" + "\n".join(failures)
 
 
-# --- The interactive attention view (helpers/explorer.py) in a deck. The presented notebooks have none, so a
-# small notebook made here holds two views (a padded self-attention stack and a cross-attention layer) and is
+# --- The interactive attention view (helpers/explorer.py) in a deck. The decks of 06, 07 and 10 show views (the
+# readable test above steps through them); to drive a view by clicks and keys in a deck, a small notebook made here,
+# independent of any trained model, holds two views (a padded self-attention stack and a cross-attention layer) and is
 # built into a deck with scripts/build_slides.py's own build(); each view must start, fill its slide without
 # overflow (the checks of the test above) and show the right weights when clicked and driven by keys.
 def _explorer_notebook(root: Path) -> Path:
