@@ -21,19 +21,19 @@ torch.set_num_threads(1)
 
 # The test command runs in two worker processes that each take whole files (--dist loadfile), handed out in
 # collection order (--no-loadscope-reorder: xdist would otherwise order files by their number of tests). A slow
-# file handed out last keeps one worker busy while the other idles, so the slowest files (seconds, measured with
-# `pytest --durations=0` on 2 cores) are collected first; the rest keep their order.
+# file handed out last keeps one worker busy while the other idles, so the slowest files (seconds each in the
+# whole run on 2 cores, measured per file) are collected first; the rest keep their order.
 SLOW_FIRST = [
-    "notebooks/10_training_and_decoding.ipynb",  # ~53
-    "tests/test_site.py",  # ~40
-    "tests/test_browser.py",  # ~25
-    "tests/test_slides.py",  # ~30
-    "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~20
-    "notebooks/07_what_attention_learns.ipynb",  # ~15
-    "notebooks/11_efficient_attention.ipynb",  # ~14
-    "notebooks/06_encoder_block.ipynb",  # ~13
-    "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~10
-    "tests/test_explorer.py",  # ~10
+    "notebooks/10_training_and_decoding.ipynb",  # ~44
+    "tests/test_site.py",  # ~44 (it builds the site and decks, shared with test_slides: tests/conftest.py)
+    "tests/test_browser.py",  # ~24
+    "tests/test_slides.py",  # ~26
+    "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~23
+    "notebooks/07_what_attention_learns.ipynb",  # ~17
+    "notebooks/06_encoder_block.ipynb",  # ~14
+    "notebooks/11_efficient_attention.ipynb",  # ~12
+    "tests/test_explorer.py",  # ~12
+    "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~7
 ]
 
 

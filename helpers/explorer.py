@@ -289,14 +289,17 @@ class AttentionExplorer:
             "sides": list(self.sides),
         }
 
-    def figure(self, cell_size: float | None = None):
+    def figure(self, cell_size: float | None = None, layers: int | None = None):
         """The static layers x heads grid (a matplotlib Figure), drawn from the stored weights, repeated labels
-        told apart by position (:func:`distinct_labels`). ``cell_size``: inches per panel (default by size)."""
-        layers, heads, n, m = self._stored.shape
+        told apart by position (:func:`distinct_labels`). ``cell_size``: inches per panel (default by size);
+        ``layers``: draw only the first ``layers`` layers (default: all)."""
+        stored = self._stored[:layers]
+        layers, heads, n, m = stored.shape
+        weights = stored / SCALE
         cell = cell_size if cell_size is not None else _cell_size(n, m)
         if cell >= 1.6:
             return plot_layers_heads(
-                self.weights,
+                weights,
                 distinct_labels(self.queries),
                 distinct_labels(self.keys),
                 mask=self.mask,
@@ -305,7 +308,7 @@ class AttentionExplorer:
             )
         # small panels (many layers, made to fit a screen's height): shorter panel titles, "L2, head 1"
         return plot_heads(
-            self.weights.reshape(layers * heads, n, m),
+            weights.reshape(layers * heads, n, m),
             distinct_labels(self.queries),
             distinct_labels(self.keys),
             mask=self.mask,
@@ -315,8 +318,8 @@ class AttentionExplorer:
             titles=[f"L{layer}, head {head}" for layer in range(layers) for head in range(heads)],
         )
 
-    def _render(self, cell_size: float | None = None):
-        fig = self.figure(cell_size)
+    def _render(self, cell_size: float | None = None, layers: int | None = None):
+        fig = self.figure(cell_size, layers)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
         plt.close(fig)
@@ -335,11 +338,19 @@ class AttentionExplorer:
         if self._png is None:
             from PIL import Image
 
-            image = self._render()
-            if image.height > MAX_HEIGHT:  # smaller panels: the height is a margin plus the rows of panels
-                layers, _, n, m = self._stored.shape
-                cell = _cell_size(n, m)
-                margin = image.height - layers * cell * DPI
+            layers, _, n, m = self._stored.shape
+            cell = _cell_size(n, m)
+            # The height is a margin (title, labels) plus the rows of panels. When the rows alone come near the
+            # screen's height, the margin is measured on one row (a fraction of the grid's drawing time), so the grid
+            # is drawn once, with smaller panels if it would not fit; otherwise the grid drawn tells the margin.
+            rows, image = layers * cell * DPI, None
+            margin = (
+                self._render(cell, layers=1).height - cell * DPI if layers > 1 and rows > MAX_HEIGHT - 200 else None
+            )
+            if margin is None or margin + rows <= MAX_HEIGHT:
+                image = self._render()
+                margin = image.height - rows
+            if margin + rows > MAX_HEIGHT:  # smaller panels
                 image = self._render(max(0.9, (MAX_HEIGHT - margin) / (layers * DPI) - 0.02))
             if image.height > MAX_HEIGHT:
                 width = round(image.width * MAX_HEIGHT / image.height)

@@ -1,6 +1,7 @@
 """The static HTML version of the notebooks (scripts/build_html.py): complete, linked and offline.
 
-The build runs once into a temporary folder. The index must link every notebook under notebooks/
+The build runs once per test run into a temporary folder (``built_site`` in tests/conftest.py, shared with
+the deck tests). The index must link every notebook under notebooks/
 (solutions included) by its title; every page must load nothing from the network (MathJax is the
 local copy), show every stored figure and resolve every relative link. A browser test (marked
 ``browser``: it needs the system's Chromium, see tests/test_browser.py) then opens every page in headless
@@ -17,9 +18,7 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -32,15 +31,8 @@ REPORT_DIR = ROOT / "build" / "browser"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    print(f"site built in {time.monotonic() - start:.1f} s: {result.stdout.strip()}")
-    return out
+def site(built_site: Path) -> Path:  # tests/conftest.py: built once per run, shared with tests/test_slides.py
+    return built_site
 
 
 def _page(site: Path, notebook: Path) -> Path:

@@ -1,6 +1,6 @@
 """The reveal.js slide decks (scripts/build_slides.py): built from the slide metadata, complete and offline.
 
-The build runs once into a temporary folder. Every numbered notebook must carry slide
+The decks are built once per test run, into the HTML site's slides/ folder (tests/conftest.py). Every numbered notebook must carry slide
 metadata, the same way (the title and every ``## `` section start a slide, the set-up cell and the
 exercise stubs are skipped); every notebook with slide metadata must get a deck of more than MIN_SLIDES
 slides that loads nothing from the network and shows every figure of its shown cells. The browser tests
@@ -20,7 +20,6 @@ its slide without overflow and draws the right weights when clicked, without mov
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,16 +60,11 @@ def _deck(decks: Path, notebook: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def decks(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("slides")
-    start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert not result.stderr.strip(), result.stderr  # no warnings (a missing diagram, a deprecation)
-    print(f"decks built in {time.monotonic() - start:.1f} s:\n{result.stdout.strip()}")
-    return out
+def decks(built_site: Path) -> Path:
+    """The decks as scripts/build_html.py builds them into the site's slides/ folder (tests/conftest.py builds the
+    site once per run). They are the decks `python scripts/build_slides.py` writes: only their index differs, by the
+    links back to the site's pages (checked in tests/test_site.py)."""
+    return built_site / "slides"
 
 
 @pytest.mark.parametrize("notebook", PRESENTED, ids=lambda p: p.name)
@@ -148,12 +142,12 @@ def test_deck_is_offline_and_complete(decks: Path, notebook: Path):
     assert len(figures) == _shown_png_count(notebook), f"{path.name}: {len(figures)} figures"
     for href in _attributes(page, "a", "href"):
         if not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^#", href):
-            assert _resolves(path, href, decks), f"{path.name} links {href}, which is not next to the deck"
+            assert _resolves(path, href, decks.parent), f"{path.name} links {href}, which is not in the site"
 
 
 def test_index_links_every_deck(decks: Path):
     index = (decks / "index.html").read_text()
-    links = _attributes(index, "a", "href")
+    links = [link for link in _attributes(index, "a", "href") if link.endswith(".slides.html")]
     assert sorted(links) == sorted(_deck(decks, nb).name for nb in _with_slides())
 
 
