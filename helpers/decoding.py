@@ -49,9 +49,6 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
 
 
-_lp = length_penalty  # beam_search's argument `length_penalty` (alpha) hides the function inside it
-
-
 def _check(model, src, bos_id, eos_id, max_len, src_mask) -> None:
     for method in ("encode", "decode"):
         if not callable(getattr(model, method, None)):
@@ -169,7 +166,7 @@ def beam_search(
     eos_id: int,
     max_len: int,
     beam_size: int = 4,
-    length_penalty: float = 0.6,
+    alpha: float = 0.6,
     src_mask: torch.Tensor | None = None,
     trace: list | None = None,
     use_cache: bool = False,
@@ -183,7 +180,7 @@ def beam_search(
     finished. An extension ending in ``<eos>`` is finished, and so is one that reaches ``max_len`` tokens;
     the search for a sentence stops when ``beam_size`` hypotheses are finished or none is live. The answer
     is the finished hypothesis with the best ``sum(log p) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6) ** alpha``
-    (:func:`length_penalty`, ``alpha = length_penalty``). Hence ``beam_size=1`` is greedy search, and a
+    (:func:`length_penalty`; §6.1 uses ``alpha = 0.6``). Hence ``beam_size=1`` is greedy search, and a
     ``beam_size`` at least the number of possible outputs prunes nothing: the answer is then the exact best.
     Ties are broken towards the earlier hypothesis and the smaller token id, as in greedy search.
 
@@ -200,8 +197,7 @@ def beam_search(
     _check(model, src, bos_id, eos_id, max_len, src_mask)
     _check_use_cache(model, use_cache)
     positive_int("beam_size", beam_size)
-    alpha = length_penalty  # the argument shadows the function of that name: use _lp below
-    _lp(1, alpha)  # checks alpha
+    length_penalty(1, alpha)  # raises on a negative or non-numeric alpha
     if trace is not None and not isinstance(trace, list):
         raise ValueError(f"trace must be a list to append to, or None, got {type(trace).__name__}")
     was_training = _set_eval(model)
@@ -242,7 +238,7 @@ def beam_search(
                         h, token = divmod(flat, vocab)
                         ids, total = hyps[h][0] + [token], float(candidates[flat])
                         if token == eos_id or step == max_len:
-                            finished[b].append((ids, total, total / _lp(len(ids), alpha)))
+                            finished[b].append((ids, total, total / length_penalty(len(ids), alpha)))
                         else:
                             kept.append((ids, total))
                             parents.append(row + h)

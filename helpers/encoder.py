@@ -10,12 +10,31 @@ Masks follow the series' convention: boolean, ``True`` = this query may attend t
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
 from helpers.checks import is_int, non_negative_int, positive_int
 
 __all__ = ["Encoder", "EncoderBlock", "FeedForward", "PositionalEncoding", "positional_encoding"]
+
+ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu}  # F.gelu: the exact x * Phi(x), as BERT uses it
+
+
+def _check_activation(activation) -> str:
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"activation must be one of {sorted(ACTIVATIONS)} (relu: the paper's Eq. 2; gelu: BERT's), "
+            f"got {activation!r}"
+        )
+    return activation
+
+
+def _check_eps(eps) -> float:
+    """LayerNorm's eps, added to the variance before the square root: a finite number > 0."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+        raise ValueError(f"eps (LayerNorm's guard against dividing by zero) must be a finite number > 0, got {eps!r}")
+    return float(eps)
 
 
 def _check_sequence(x, d_model: int, who: str) -> None:
@@ -74,16 +93,19 @@ class FeedForward(nn.Module):
 
     ``(B, n, d_model) -> (B, n, d_ff) -> (B, n, d_model)``. Dropout (if any)
     sits after the ReLU, where ``nn.TransformerEncoderLayer`` puts it.
+    ``activation="gelu"`` puts GELU, ``x * Phi(x)`` (Hendrycks and Gimpel, 2016;
+    not in the paper), in the ReLU's place, as BERT does.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        self.activation = _check_activation(activation)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(torch.relu(self.linear1(x))))
+        return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
 
 
 class EncoderBlock(nn.Module):
@@ -95,7 +117,9 @@ class EncoderBlock(nn.Module):
     each sub-layer's output before the residual add (§5.4) and inside the
     attention and feed-forward, as in ``nn.TransformerEncoderLayer``.
     ``d_k`` and ``d_v`` set the per-head widths (default ``d_model // num_heads``;
-    §3.2.2, Table 3 rows (B)).
+    §3.2.2, Table 3 rows (B)). ``activation`` is the feed-forward's (``"relu"``, the
+    paper's, or ``"gelu"``) and ``eps`` both LayerNorms' (PyTorch's default 1e-5;
+    BERT uses 1e-12).
     """
 
     def __init__(
@@ -108,16 +132,19 @@ class EncoderBlock(nn.Module):
         d_k: int | None = None,
         d_v: int | None = None,
         num_kv_heads: int | None = None,
+        activation: str = "relu",
+        eps: float = 1e-5,
     ):
         super().__init__()
+        eps = _check_eps(eps)
         self.d_model = d_model
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(
             d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads
         )
-        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -151,7 +178,8 @@ class Encoder(nn.Module):
     With ``norm_first=True`` a final LayerNorm follows the last block (pre-norm
     blocks leave their output un-normalised); post-norm needs none.
     ``forward`` returns the output and a list with each layer's attention
-    weights, ``(B, h, n, n)`` each.
+    weights, ``(B, h, n, n)`` each. ``activation`` and ``eps`` reach every block
+    (and the final LayerNorm), as in :class:`EncoderBlock`.
     """
 
     def __init__(
@@ -165,9 +193,13 @@ class Encoder(nn.Module):
         d_k: int | None = None,
         d_v: int | None = None,
         num_kv_heads: int | None = None,
+        activation: str = "relu",
+        eps: float = 1e-5,
     ):
         super().__init__()
         positive_int("num_layers", num_layers)
+        _check_activation(activation)
+        eps = _check_eps(eps)
         self.layers = nn.ModuleList(
             EncoderBlock(
                 d_model,
@@ -178,10 +210,12 @@ class Encoder(nn.Module):
                 d_k=d_k,
                 d_v=d_v,
                 num_kv_heads=num_kv_heads,
+                activation=activation,
+                eps=eps,
             )
             for _ in range(num_layers)
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
+        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True

@@ -16,8 +16,11 @@
                  "#bddf26", "#fde725"];
   var HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#56b4e9", "#e69f00", "#000000", "#8c564b"];
   function channel(hex, i) { return parseInt(hex.substr(1 + 2 * i, 2), 16); }
+  // The colour scale runs from 0 to TOP: 1, or the largest weight shown (explore_attention's vmax=); a weight above
+  // TOP gets the top colour. Views stored before vmax existed hold no D.vmax and keep the 0-1 scale.
+  var TOP = D.vmax || 1;
   function colour(v) {
-    var x = Math.max(0, Math.min(1, v)) * (VIRIDIS.length - 1), i = Math.min(Math.floor(x), VIRIDIS.length - 2);
+    var x = Math.max(0, Math.min(1, v / TOP)) * (VIRIDIS.length - 1), i = Math.min(Math.floor(x), VIRIDIS.length - 2);
     var f = x - i, rgb = [0, 1, 2].map(function (c) {
       return Math.round(channel(VIRIDIS[i], c) * (1 - f) + channel(VIRIDIS[i + 1], c) * f);
     });
@@ -39,10 +42,22 @@
   var SIDES = D.sides || ["queries", "keys"];
   var DECK = !!(root.closest && root.closest(".reveal"));
 
-  // What is shown: a layer, a head (or -1: all heads), and a token: a query (side "q") or a key (side "k").
-  // The view opens on the layer and head the text discusses (explore_attention's layer= and head=).
+  // What is shown: a layer, the heads shown (state.shown, in order) and a token: a query (side "q") or a key (side
+  // "k"). state.head names the heads for the Head buttons: one head (0, 1, ...), -1 for all heads, or -2 for a set of
+  // them (a head's colour square adds or removes it). The view opens on the layer and head the text discusses
+  // (explore_attention's layer= and head=).
   var start = D.start || {layer: 0, head: 0};
-  var state = {layer: start.layer, head: start.head, side: "q", index: 0};
+  var ALL = Array.from({length: H}, function (_, h) { return h; });
+  var state = {layer: start.layer, head: start.head, shown: start.head < 0 ? ALL : [start.head], side: "q", index: 0};
+  function showHead(v) { state.head = v; state.shown = v < 0 ? ALL : [v]; render(); }
+  function toggleHead(h) {
+    var next = state.shown.indexOf(h) < 0 ? state.shown.concat([h])
+      : state.shown.filter(function (s) { return s !== h; });
+    if (!next.length) return;  // the last head shown stays
+    state.shown = next.sort(function (a, b) { return a - b; });
+    state.head = next.length === H ? -1 : next.length === 1 ? next[0] : -2;
+    render();
+  }
   var hover = null;  // a token under the mouse, previewed without changing the selection
 
   var ui = document.createElement("div");
@@ -58,7 +73,7 @@
   ui.appendChild(controls);
 
   // A group of radio buttons with one tab stop; the arrow keys, Home and End move the choice.
-  function group(name, items, current, choose) {
+  function group(name, items, current, choose, toggle) {
     var box = document.createElement("div");
     box.className = "attn-x-group";
     var label = document.createElement("span");
@@ -69,16 +84,24 @@
     list.className = "attn-x-group";
     list.setAttribute("role", "radiogroup");
     list.setAttribute("aria-label", name);
+    var swatches = [];
     var buttons = items.map(function (item, i) {
       var button = document.createElement("button");
       button.type = "button";
       button.setAttribute("role", "radio");
       button.setAttribute("data-value", String(item.value));
-      if (item.colour) {
-        var swatch = document.createElement("span");
+      if (item.colour && toggle) {
+        // The head's colour square is a button of its own: it adds the head to the heads shown, or removes it.
+        var swatch = document.createElement("button");
+        swatch.type = "button";
         swatch.className = "attn-x-swatch";
-        swatch.style.background = item.colour;
-        button.appendChild(swatch);
+        swatch.setAttribute("data-toggle", String(item.value));
+        swatch.setAttribute("aria-label", "show head " + item.value + " with the others, or hide it");
+        swatch.title = "head " + item.value + ": add to the heads shown, or remove";
+        swatch.style.borderColor = item.colour;
+        swatch.addEventListener("click", function () { toggle(item.value); swatch.focus(); });
+        list.appendChild(swatch);
+        swatches.push({button: swatch, value: item.value, colour: item.colour});
       }
       button.appendChild(document.createTextNode(item.text));
       // A click leaves the focus on the button, so that the arrow keys go on from there (JupyterLab would keep
@@ -100,11 +123,17 @@
     });
     box.appendChild(list);
     controls.appendChild(box);
-    return function (value) {
+    return function (value, shown) {
+      var any = items.some(function (item) { return item.value === value; });
       buttons.forEach(function (button, i) {
         var on = items[i].value === value;
         button.setAttribute("aria-checked", on ? "true" : "false");
-        button.tabIndex = on ? 0 : -1;
+        button.tabIndex = on || (!any && i === 0) ? 0 : -1;  // a set of heads checks no button: Tab still gets in
+      });
+      swatches.forEach(function (s) {
+        var pressed = !!shown && shown.indexOf(s.value) >= 0;
+        s.button.setAttribute("aria-pressed", pressed ? "true" : "false");
+        s.button.style.background = pressed ? s.colour : "#fff";
       });
     };
   }
@@ -114,7 +143,7 @@
   // One layer: no layer to pick, so no "Layer" group.
   var markLayer = L > 1 ? group("Layer", layers, state.layer, function (v) { state.layer = v; render(); })
     : function () {};
-  var markHead = group(H > 1 ? "Head" : "Head (one)", heads, state.head, function (v) { state.head = v; render(); });
+  var markHead = group(H > 1 ? "Head" : "Head (one)", heads, state.head, showHead, H > 1 ? toggleHead : null);
 
   // The model view: every layer x head as a small heatmap, one row per layer; a click opens that layer and head.
   var markThumb = function () {};
@@ -151,7 +180,7 @@
         thumb.innerHTML = '<svg viewBox="0 0 ' + TW + " " + TW + '" width="' + TW + '" height="' + TW + '" aria-hidden="true">' +
           cells.join("") + '</svg><span class="attn-x-thumb-name">' + th + "</span>";
         thumb.addEventListener("click", (function (l, h, button) {
-          return function () { state.layer = l; state.head = h; render(); button.focus(); };
+          return function () { state.layer = l; state.head = h; state.shown = [h]; render(); button.focus(); };
         })(tl, th, thumb));
         line.appendChild(thumb);
         thumbs.push(thumb);
@@ -161,7 +190,7 @@
     markThumb = function () {
       thumbs.forEach(function (thumb) {
         var on = +thumb.getAttribute("data-layer") === state.layer &&
-          (state.head < 0 || +thumb.getAttribute("data-head") === state.head);
+          state.shown.indexOf(+thumb.getAttribute("data-head")) >= 0;
         thumb.setAttribute("aria-pressed", on ? "true" : "false");
       });
     };
@@ -178,6 +207,7 @@
   var help = document.createElement("div");
   help.className = "attn-x-help";
   var HELP = "Click or hover a token (Tab to it, then arrow keys) to see its weights; " +
+    (H > 1 ? "a head's colour square adds it to the heads shown or removes it; " : "") +
     (DECK ? "Esc returns to the slides." : "Esc leaves the view.");
   ui.appendChild(help);
   if (overview) ui.appendChild(overview);  // under the help line: the drawing above keeps its place
@@ -212,13 +242,14 @@
       "L" + (cx + r) + " " + (cy - r) + '" stroke="#505050" stroke-width="2"></path>';
   }
 
+  var hovered = null;  // the outline of the hovered heatmap cell
   function render() {
     markLayer(state.layer);
-    markHead(state.head);
+    markHead(state.head, state.shown);
     markThumb();
     var focused = root.contains(document.activeElement) && document.activeElement.getAttribute("data-side");
     var pick = hover || state, l = state.layer;
-    var shownHeads = state.head < 0 ? Array.from({length: H}, function (_, h) { return h; }) : [state.head];
+    var shownHeads = state.shown;
     var out = [];
     out.push('<svg viewBox="0 0 ' + width + " " + height + '" width="' + width +
              '" height="' + height + '" role="group" aria-label="attention weights, layer ' + l + '">');
@@ -234,14 +265,14 @@
       out.push(upright ? '<text x="' + cx + '" y="' + (top - 10) + '" text-anchor="middle">' + esc(KL[k]) + "</text>"
         : '<text transform="translate(' + (cx + 6) + "," + (top - PAD) + ') rotate(-90)">' + esc(KL[k]) + "</text>");
     }
-    // the colour scale under the heatmap: weight 0 to 1, as the cells are coloured
+    // the colour scale under the heatmap: weight 0 to TOP, as the cells are coloured
     var barY = rowsBottom + 12, barW = Math.max(gridR - gridX, 120), steps = 40;
     for (var st = 0; st < steps; st++) {
       out.push('<rect class="attn-x-scale" x="' + (gridX + st * barW / steps).toFixed(2) + '" y="' + barY + '" width="' +
-               (barW / steps + 0.5).toFixed(2) + '" height="12" fill="' + colour((st + 0.5) / steps) + '"></rect>');
+               (barW / steps + 0.5).toFixed(2) + '" height="12" fill="' + colour(TOP * (st + 0.5) / steps) + '"></rect>');
     }
     out.push('<text x="' + gridX + '" y="' + (barY + 32) + '" text-anchor="start">0</text><text x="' + (gridX + barW) +
-             '" y="' + (barY + 32) + '" text-anchor="end">1</text><text x="' + (gridX + barW / 2) + '" y="' +
+             '" y="' + (barY + 32) + '" text-anchor="end">' + (TOP < 1 ? fixed(TOP) : "1") + '</text><text x="' + (gridX + barW / 2) + '" y="' +
              (barY + 32) + '" text-anchor="middle">weight</text>');
     // the heatmap: one colour per cell, or in "all heads" one stripe per head, left to right
     for (var q = 0; q < N; q++) {
@@ -280,8 +311,8 @@
         if (masked(qq, kk)) continue;
         var v = weight(l, state.head, qq, kk);
         out.push('<text class="attn-x-num" pointer-events="none" text-anchor="middle" x="' + (gridX + (kk + 0.5) * cellW) +
-                 '" y="' + (top + qq * ROW + ROW / 2 + 5.5) + '" fill="' + (v > 0.6 ? "#000" : "#fff") + '" style="fill:' +
-                 (v > 0.6 ? "#000" : "#fff") + '">' + fixed(v) + "</text>");
+                 '" y="' + (top + qq * ROW + ROW / 2 + 5.5) + '" fill="' + (v > 0.6 * TOP ? "#000" : "#fff") + '" style="fill:' +
+                 (v > 0.6 * TOP ? "#000" : "#fff") + '">' + fixed(v) + "</text>");
       }
     }
     // lines from the chosen query to every key, or from every query to the chosen key
@@ -309,13 +340,19 @@
                            (text === "masked" ? "#666" : "#1a1a1a") + '">' + text + "</text>");
       }
     }
+    // the heatmap cell under the pointer (or the cell of the line under it), outlined by describe()
+    // (dark and light, so that it shows on every colour)
+    out.push('<g class="attn-x-hovered" pointer-events="none" visibility="hidden"><rect x="1.5" y="1.5" width="' +
+             (cellW - 3) + '" height="' + (ROW - 3) + '" fill="none" stroke="#1a1a1a" stroke-width="3"></rect><rect x="4" ' +
+             'y="4" width="' + (cellW - 8) + '" height="' + (ROW - 8) + '" fill="none" stroke="#fff" stroke-width="2"></rect></g>');
     out.push("</svg>");
     view.innerHTML = out.join("");
+    hovered = view.querySelector(".attn-x-hovered");
     root.setAttribute("data-layer", String(l));
-    root.setAttribute("data-head", state.head < 0 ? "all" : String(state.head));
+    root.setAttribute("data-head", state.head === -1 ? "all" : state.shown.join(","));
     root.setAttribute("data-token", pick.side + pick.index);
-    help.textContent = (state.head < 0 ? "Each heatmap cell has one stripe per head, head 0 at the left; " +
-      "the lines take the heads' colours. " : "") + HELP;
+    help.textContent = (shownHeads.length > 1 ? "Each heatmap cell has one stripe per head shown, the lowest head at " +
+      "the left; the lines take the heads' colours. " : "") + HELP;
     describe(null);
     if (focused) {
       var again = view.querySelector('[data-side="' + state.side + '"][data-index="' + state.index + '"]');
@@ -325,29 +362,62 @@
 
   function name(side, i) { return (side === "q" ? "query \u201c" + QL[i] : "key \u201c" + KL[i]) + "\u201d"; }
   function headName(h) { return "head " + h; }
-  // The readout: the hovered cell's or line's weight, else the chosen token's largest weights.
+  // The readout: the hovered cell's or line's weight, else the chosen token's largest weights. With several heads shown,
+  // one short entry per head, in the head's colour: "head 1 ■ 0.62 “cat”".
   function describe(target) {
     var pick = hover || state, l = state.layer;
-    var where = "layer " + l + ", " + (state.head < 0 ? "all heads" : headName(state.head)) + ": ";
-    if (target && target.getAttribute("data-query") !== null) {
+    var cell = target && target.getAttribute("data-query") !== null;
+    outline(cell ? target : null);
+    if (cell) {
       var q = +target.getAttribute("data-query"), k = +target.getAttribute("data-key");
       var h = target.getAttribute("data-head");
       readout.textContent = "layer " + l + (h !== null ? ", " + headName(h) : "") + ": " + name("q", q) + " \u2192 " +
         name("k", k) + ": " + (masked(q, k) ? "masked (may not attend)" : "weight " + target.getAttribute("data-weight"));
       return;
     }
-    var parts = [], heads = state.head < 0 ? Array.from({length: H}, function (_, h) { return h; }) : [state.head];
-    heads.forEach(function (h) {
+    var heads = state.shown, entries = heads.map(function (h) {
       var best = -1, bestV = -1;
       for (var c = 0; c < (pick.side === "q" ? M : N); c++) {
         var q = pick.side === "q" ? pick.index : c, k = pick.side === "q" ? c : pick.index;
         if (!masked(q, k) && weight(l, h, q, k) > bestV) { best = c; bestV = weight(l, h, q, k); }
       }
-      var other = pick.side === "q" ? KL[best] : QL[best];
-      parts.push((heads.length > 1 ? headName(h) + " " : "") + (best < 0 ? "every key masked"
-        : "largest weight " + fixed(bestV) + (pick.side === "q" ? " on key \u201c" : " from query \u201c") + other + "\u201d"));
+      return {head: h, best: best, value: bestV, other: best < 0 ? "" : pick.side === "q" ? KL[best] : QL[best]};
     });
-    readout.textContent = where + name(pick.side, pick.index) + ": " + parts.join("; ");
+    if (heads.length === 1) {
+      var e = entries[0];
+      readout.textContent = "layer " + l + ", " + headName(e.head) + ": " + name(pick.side, pick.index) + ": " +
+        (e.best < 0 ? "every key masked" : "largest weight " + fixed(e.value) +
+         (pick.side === "q" ? " on key \u201c" : " from query \u201c") + e.other + "\u201d");
+      return;
+    }
+    readout.textContent = "layer " + l + ", " + name(pick.side, pick.index) + ", largest weight " +
+      (pick.side === "q" ? "(on key)" : "(from query)") + " per head:";
+    entries.forEach(function (e) {
+      var entry = document.createElement("span");
+      entry.className = "attn-x-entry";
+      entry.setAttribute("data-head", String(e.head));
+      var swatch = document.createElement("span");
+      swatch.className = "attn-x-dot";
+      swatch.style.background = headColour(e.head);
+      entry.appendChild(swatch);
+      entry.appendChild(document.createTextNode(e.best < 0 ? headName(e.head) + ": every key masked"
+        : headName(e.head) + ": " + fixed(e.value) + " \u201c" + e.other + "\u201d"));
+      readout.appendChild(document.createTextNode(" "));
+      readout.appendChild(entry);
+    });
+  }
+  // The hovered cell's outline: the whole cell (every head's stripe), also for a hovered line, whose cell it shows.
+  function outline(target) {
+    if (!hovered) return;
+    if (!target) {
+      hovered.setAttribute("visibility", "hidden");
+      root.removeAttribute("data-cell");
+      return;
+    }
+    var q = +target.getAttribute("data-query"), k = +target.getAttribute("data-key");
+    hovered.setAttribute("transform", "translate(" + (gridX + k * cellW) + "," + (top + q * ROW) + ")");
+    hovered.setAttribute("visibility", "visible");
+    root.setAttribute("data-cell", q + "," + k);
   }
 
   function tokenOf(element) { return element && element.closest ? element.closest("[data-side]") : null; }
@@ -374,7 +444,7 @@
     if (hover) { hover = null; render(); }
     describe(target.getAttribute && target.getAttribute("data-weight") !== null ? target : null);
   }
-  view.addEventListener("mouseleave", function () { if (hover) { hover = null; render(); } });
+  view.addEventListener("mouseleave", function () { if (hover) { hover = null; render(); } else describe(null); });
   view.addEventListener("click", function (event) {
     var tok = tokenOf(event.target), cell = event.target.closest && event.target.closest(".attn-x-cell");
     if (tok) choose(tok.getAttribute("data-side"), +tok.getAttribute("data-index"));

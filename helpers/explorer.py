@@ -6,12 +6,15 @@ cross-attention), and returns an :class:`AttentionExplorer`. Shown as a cell's v
 
 - ``text/html``: a self-contained view (HTML, CSS and a small script; the weights are inlined, rounded
   to two decimals, one byte each). Pick a layer and a head, or all heads overlaid with one colour per
-  head; hover or click a token (or move with the arrow keys) to see its weights as lines to the other
-  side and as a highlighted heatmap row (a query) or column (a key), with the numbers; masked keys are
-  grey with a cross, as in :mod:`helpers.plotting`. It loads nothing, needs no kernel and no
-  require.js, and several views on one page are independent: each script finds its own view as the
-  element just before it, so no element id is generated and the output re-executes to the same text
-  (nbval compares it).
+  head, or any set of heads (a head's colour square adds it or removes it); hover or click a token (or
+  move with the arrow keys) to see its weights as lines to the other side and as a highlighted heatmap
+  row (a query) or column (a key), with the numbers; a hovered cell is outlined and its weight read out.
+  Masked keys are grey with a cross, as in :mod:`helpers.plotting`; the colours run from 0 to ``vmax``
+  (1, or the largest weight shown), as the colour scale under the heatmap says. It loads nothing,
+  needs no kernel and no require.js, and several views on one page are independent: each script finds
+  its own view as the element just before it, so no element id is generated and the output re-executes
+  to the same text (nbval compares it, inlined style and script included: a change to explorer.js or
+  explorer.css changes every stored view, whose notebook is then re-executed).
 - ``image/png``: the static layers x heads grid of :func:`helpers.plotting.plot_layers_heads`, for a
   viewer that shows no HTML. The HTML holds the same picture as its static part, which the script
   replaces: where scripts do not run (JupyterLab strips them from an untrusted notebook's outputs,
@@ -46,6 +49,7 @@ __all__ = ["AttentionExplorer", "decode_payload", "distinct_labels", "explore_at
 SCALE = 100  # weights are stored as integers 0..100: two decimals, as the heatmaps annotate them
 TOLERANCE = 1e-5  # float error allowed outside [0, 1] and on masked keys
 MAX_HEIGHT = 1080  # px: the static figure fits a 1080p screen
+MOSAIC_PANELS = 32  # more panels than this: the static figure is one mosaic of the maps (AttentionExplorer.mosaic)
 MARKER = "data-attention-explorer"  # on the view's outer element; build and test scripts look for it
 # The view's data; a page builder may reorder the attributes (nbconvert's slides sort them).
 _DATA = re.compile(r'<script\b[^>]*\bclass="attn-x-data"[^>]*>(.*?)</script>', re.S)
@@ -148,6 +152,7 @@ def explore_attention(
     layer: int = 0,
     head: int | str = 0,
     cross: bool = False,
+    vmax: float | None = 1.0,
 ) -> AttentionExplorer:
     """An interactive view of attention weights, with a static figure for viewers that run no script.
 
@@ -167,6 +172,11 @@ def explore_attention(
         head: the head it opens on, or ``"all"`` for all heads overlaid.
         cross: ``True`` for cross-attention: the sides are named "target (queries)" and "source (keys)"
             rather than "queries" and "keys". Say it: ``n != m`` alone does not make attention cross.
+        vmax: the weight at the top of the colour scale, in (0, 1], rounded to two decimals as the weights are
+            (default 1, the largest possible weight). ``None`` takes the largest weight the view holds, over
+            every layer and head, so that untrained heads whose weights stay well under 1 do not all look dark.
+            The heatmap, the model view's thumbnails, the colour scale (its top label says the value) and the
+            static figure use it; a larger weight gets the top colour.
 
     Layers and heads are numbered from 0, as everywhere in the series. A label that repeats in its sequence
     is shown with its position in front (``"2·the"``), in the view and in its figure.
@@ -208,7 +218,22 @@ def explore_attention(
     start = (_index(layer, w.shape[0], "layer"), -1 if head == "all" else _index(head, heads, "head"))
     if not isinstance(cross, (bool, np.bool_)):
         raise ValueError(f"cross must be True or False, got {cross!r}")
-    return AttentionExplorer(stored, queries, keys, mk, title, start=start, cross=bool(cross))
+    return AttentionExplorer(stored, queries, keys, mk, title, start=start, cross=bool(cross), top=_top(vmax, stored))
+
+
+def _top(vmax, stored: np.ndarray) -> int:
+    """The top of the colour scale in stored units (1 to SCALE): vmax rounded, or the largest stored weight."""
+    if vmax is None:
+        return int(stored.max()) or SCALE  # every weight 0 (all masked): the default scale
+    if isinstance(vmax, (bool, np.bool_)) or not isinstance(vmax, (int, float, np.integer, np.floating)):
+        raise ValueError(f"vmax must be a number in (0, 1] or None (the largest weight shown), got {vmax!r}")
+    top = round(float(vmax) * SCALE) if 0 < vmax <= 1 else 0  # NaN fails the comparison
+    if top < 1:
+        raise ValueError(
+            f"vmax={vmax!r} is outside (0, 1]: the top of the colour scale is a weight of at least "
+            f"{1 / SCALE:.2f} (two decimals), or None for the largest weight shown"
+        )
+    return top
 
 
 def _cell_size(n: int, m: int) -> float:
@@ -254,16 +279,23 @@ class AttentionExplorer:
         title: str | None,
         start: tuple[int, int] = (0, 0),
         cross: bool = False,
+        top: int = SCALE,
     ):
         self._stored = stored
         self.queries, self.keys, self.mask, self.title = queries, keys, mask, title
         self.start, self.cross = start, cross  # (layer, head) shown first, head -1 = all heads
+        self._top = top  # the top of the colour scale, in stored units (SCALE = a weight of 1)
         self._png: bytes | None = None
 
     @property
     def sides(self) -> tuple[str, str]:
         """What the view calls the queries and the keys."""
         return ("target (queries)", "source (keys)") if self.cross else ("queries", "keys")
+
+    @property
+    def vmax(self) -> float:
+        """The weight at the top of the colour scale (two decimals)."""
+        return self._top / SCALE
 
     @property
     def weights(self) -> np.ndarray:
@@ -274,8 +306,11 @@ class AttentionExplorer:
         return self._stored.shape
 
     def payload(self) -> dict:
-        """What the page's script reads: labels, sizes, the weights as base64 bytes (layer, head, query, key)."""
+        """What the page's script reads: labels, sizes, the weights as base64 bytes (layer, head, query, key), and
+        ``vmax``, the top of the colour scale, only when it is not 1 (a view made with the default holds the same
+        data as one made before vmax existed)."""
         layers, heads, _, _ = self._stored.shape
+        top = {} if self._top == SCALE else {"vmax": self._top / SCALE}
         return {
             "title": self.title,
             "layers": layers,
@@ -287,6 +322,7 @@ class AttentionExplorer:
             "mask": None if self.mask is None else "".join("1" if a else "0" for a in self.mask.ravel()),
             "start": {"layer": self.start[0], "head": self.start[1]},
             "sides": list(self.sides),
+            **top,
         }
 
     def figure(self, cell_size: float | None = None, layers: int | None = None):
@@ -305,6 +341,7 @@ class AttentionExplorer:
                 mask=self.mask,
                 title=self.title,
                 cell_size=cell,
+                vmax=self.vmax,
             )
         # small panels (many layers, made to fit a screen's height): shorter panel titles, "L2, head 1"
         return plot_heads(
@@ -315,11 +352,52 @@ class AttentionExplorer:
             title=self.title,
             cols=heads,
             cell_size=cell,
+            vmax=self.vmax,
             titles=[f"L{layer}, head {head}" for layer in range(layers) for head in range(heads)],
         )
 
+    def mosaic(self):
+        """The static figure of a grid of more than MOSAIC_PANELS panels: every head's map in one picture,
+        layers down and heads across, without token labels, which could not be read at that size (the live view
+        has them). Masked cells are grey, as in the panels of :meth:`figure`."""
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        from helpers.plotting import LABEL_PT, MASKED_COLOUR, TITLE_PT
+
+        layers, heads, n, m = self._stored.shape
+        norm = Normalize(0.0, self.vmax)
+        colours = plt.get_cmap(CMAP)(norm(self.weights))  # (L, h, n, m, 4)
+        if self.mask is not None:
+            colours[:, :, ~self.mask] = MASKED_COLOUR
+        picture = np.ones((layers * (n + 1) - 1, heads * (m + 1) - 1, 4))  # white lines between the maps
+        for layer in range(layers):
+            for head in range(heads):
+                picture[layer * (n + 1) : layer * (n + 1) + n, head * (m + 1) : head * (m + 1) + m] = colours[
+                    layer, head
+                ]
+        inch = min(7.0 / picture.shape[0], 12.5 / picture.shape[1])  # per position: fits 1080 x 1920 px at DPI
+        fig, ax = plt.subplots(
+            figsize=(picture.shape[1] * inch + 1.6, picture.shape[0] * inch + 1.0), dpi=DPI, layout="constrained"
+        )
+        ax.imshow(picture, interpolation="nearest", aspect="equal")
+        ax.set_xticks([head * (m + 1) + (m - 1) / 2 for head in range(heads)], range(heads))
+        ax.set_yticks([layer * (n + 1) + (n - 1) / 2 for layer in range(layers)], range(layers))
+        ax.set_xlabel(f"head (each map: {n} {self.sides[0]} down, {m} {self.sides[1]} across)", fontsize=LABEL_PT)
+        ax.set_ylabel("layer", fontsize=LABEL_PT)
+        ax.tick_params(length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+        if self.title:
+            ax.set_title(self.title, fontsize=TITLE_PT)
+        bar = fig.colorbar(ScalarMappable(norm, CMAP), ax=ax, shrink=0.8)
+        bar.set_label("weight", fontsize=LABEL_PT)
+        return fig
+
     def _render(self, cell_size: float | None = None, layers: int | None = None):
-        fig = self.figure(cell_size, layers)
+        layers_total, heads = self._stored.shape[:2]
+        big = layers is None and cell_size is None and layers_total * heads > MOSAIC_PANELS
+        fig = self.mosaic() if big else self.figure(cell_size, layers)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", facecolor="white")
         plt.close(fig)
@@ -327,31 +405,37 @@ class AttentionExplorer:
 
         return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
 
+    def _grid_image(self, layers: int, cell: float):
+        """The panels' figure as an image, drawn once at the size that fits MAX_HEIGHT if the default does not."""
+        # The height is a margin (title, labels) plus the rows of panels. When the rows alone come near the
+        # screen's height, the margin is measured on one row (a fraction of the grid's drawing time), so the grid
+        # is drawn once, with smaller panels if it would not fit; otherwise the grid drawn tells the margin.
+        rows, image = layers * cell * DPI, None
+        margin = self._render(cell, layers=1).height - cell * DPI if layers > 1 and rows > MAX_HEIGHT - 200 else None
+        if margin is None or margin + rows <= MAX_HEIGHT:
+            image = self._render()
+            margin = image.height - rows
+        if margin + rows > MAX_HEIGHT:  # smaller panels
+            image = self._render(max(0.9, (MAX_HEIGHT - margin) / (layers * DPI) - 0.02))
+        return image
+
     @property
     def png(self) -> bytes:
         """The figure as a PNG, made once, in a palette of 256 colours that holds every colour it draws (160
         steps of viridis and 96 greys for text, masked cells and their crosses): a third of the bytes.
 
         The picture is never taller than MAX_HEIGHT (a 1080p screen): a grid of many layers is drawn with smaller
-        panels, and scaled down if that is not enough. Its background is white.
+        panels, and scaled down if that is not enough; more than MOSAIC_PANELS panels are drawn as one mosaic
+        (:meth:`mosaic`). Its background is white.
         """
         if self._png is None:
             from PIL import Image
 
-            layers, _, n, m = self._stored.shape
-            cell = _cell_size(n, m)
-            # The height is a margin (title, labels) plus the rows of panels. When the rows alone come near the
-            # screen's height, the margin is measured on one row (a fraction of the grid's drawing time), so the grid
-            # is drawn once, with smaller panels if it would not fit; otherwise the grid drawn tells the margin.
-            rows, image = layers * cell * DPI, None
-            margin = (
-                self._render(cell, layers=1).height - cell * DPI if layers > 1 and rows > MAX_HEIGHT - 200 else None
-            )
-            if margin is None or margin + rows <= MAX_HEIGHT:
+            layers, heads, n, m = self._stored.shape
+            if layers * heads > MOSAIC_PANELS:  # one picture of all the maps, drawn to fit
                 image = self._render()
-                margin = image.height - rows
-            if margin + rows > MAX_HEIGHT:  # smaller panels
-                image = self._render(max(0.9, (MAX_HEIGHT - margin) / (layers * DPI) - 0.02))
+            else:
+                image = self._grid_image(layers, _cell_size(n, m))
             if image.height > MAX_HEIGHT:
                 width = round(image.width * MAX_HEIGHT / image.height)
                 image = image.resize((width, MAX_HEIGHT), Image.Resampling.LANCZOS)

@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 __all__ = ["DPI", "plot_attention", "plot_heads", "plot_layers_heads"]
 
 CMAP = "viridis"
-CROSS_COLOUR = "#505050"
+MASKED_COLOUR = (0.815, 0.815, 0.815, 1.0)  # RGBA of a masked cell: light grey, #d0d0d0 (helpers/explorer.js too)
+CROSS_COLOUR = "#505050"  # the cross over a masked cell
 DPI = 130  # sharp on a projector and a HiDPI screen; the largest notebook stays well under 1 MB
 
 # Font sizes in points (1 pt = DPI / 72 pixels in the stored PNG).
@@ -96,7 +97,7 @@ def _draw(ax, weights, mask, query_labels, key_labels, title, annotate, vmin, vm
     image = ax.imshow(weights, cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     if mask is not None and not mask.all():
         grey = np.zeros((n, m, 4))
-        grey[~mask] = (0.815, 0.815, 0.815, 1.0)  # light grey, #d0d0d0
+        grey[~mask] = MASKED_COLOUR
         ax.imshow(grey, aspect="auto", interpolation="nearest")
         # A cross in data coordinates scales with the cell, so it is as visible in a small grid panel
         # as in a large heatmap. Drawn without anti-aliasing: at DPI the edges still look clean, and

@@ -97,7 +97,7 @@ def _copy_block(block: DecoderBlock, ref: nn.TransformerDecoderLayer) -> None:
 def torch_decoder_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
     """An ``nn.TransformerDecoderLayer(batch_first=True)`` with ``block``'s weights and mode.
 
-    Call it as ``ref(x, memory, tgt_mask=~self_mask, memory_key_padding_mask=~memory_mask[:, 0, :])``.
+    Call it as ``ref(x, memory, tgt_mask=~self_mask, memory_key_padding_mask=~src_mask[:, 0, :])``.
     """
     ref = _new_torch_layer(block)
     _copy_block(block, ref)

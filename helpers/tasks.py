@@ -2,7 +2,7 @@
 
 Every task maps a sequence of ``n`` tokens to ``n`` target tokens, one per position,
 so a per-position classifier on top of an encoder can learn it. Token ``0`` is
-reserved for padding (``PAD``); real tokens are ``1 .. vocab_size - 1``.
+reserved for padding (``PAD_ID``); real tokens are ``1 .. vocab_size - 1``.
 
 Tasks, and the attention pattern each one needs:
     reverse  target[i] = x[len - 1 - i]: attend by position (the anti-diagonal).
@@ -22,9 +22,9 @@ from torch import nn
 from helpers.encoder import Encoder, PositionalEncoding
 from helpers.masks import padding_mask
 
-__all__ = ["PAD", "TASKS", "Batch", "TinyTransformer", "make_batch", "reverse_targets"]
+__all__ = ["PAD_ID", "TASKS", "Batch", "TinyTransformer", "make_batch", "reverse_targets"]
 
-PAD = 0
+PAD_ID = 0
 TASKS = ("reverse", "sort", "max", "count")
 
 
@@ -32,7 +32,7 @@ TASKS = ("reverse", "sort", "max", "count")
 class Batch:
     """One batch of a task: ``tokens (B, n)``, ``targets (B, n)``, ``lengths (B,)``, ``mask (B, 1, n)``.
 
-    ``targets`` is ``PAD`` at padded positions; ``mask`` is ``True`` at real keys.
+    ``targets`` is ``PAD_ID`` at padded positions; ``mask`` is ``True`` at real keys.
     """
 
     tokens: torch.Tensor
@@ -45,12 +45,12 @@ def reverse_targets(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor
     """Targets of the reverse task: ``tokens (B, n)``, ``lengths (B,)`` -> ``(B, n)``.
 
     Each sequence is reversed within its own length (position ``i`` takes token
-    ``len - 1 - i``); padded positions get ``PAD``.
+    ``len - 1 - i``); padded positions get ``PAD_ID``.
     """
     lengths = torch.as_tensor(lengths)
     positions = torch.arange(tokens.shape[1]).expand_as(tokens)  # (B, n)
     source = (lengths[:, None] - 1 - positions).clamp(min=0)  # position len-1-i feeds position i
-    return tokens.gather(1, source).masked_fill(positions >= lengths[:, None], PAD)
+    return tokens.gather(1, source).masked_fill(positions >= lengths[:, None], PAD_ID)
 
 
 def make_batch(
@@ -64,15 +64,15 @@ def make_batch(
     """Random sequences for ``task`` with lengths in ``[min_len, seq_len]`` (all ``seq_len`` by default).
 
     Tokens are drawn uniformly from ``1 .. vocab_size - 1`` (repeats allowed).
-    Shorter sequences are right-padded with ``PAD``; their targets at padded
-    positions are ``PAD`` too (ignore them in the loss with ``ignore_index=PAD``).
+    Shorter sequences are right-padded with ``PAD_ID``; their targets at padded
+    positions are ``PAD_ID`` too (ignore them in the loss with ``ignore_index=PAD_ID``).
     For ``count`` the targets are counts ``1 .. seq_len``, so the model needs
     ``max(vocab_size, seq_len + 1)`` output classes; the other tasks need ``vocab_size``.
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
     if vocab_size < 2:
-        raise ValueError(f"vocab_size must be at least 2 (PAD plus one real token), got {vocab_size}")
+        raise ValueError(f"vocab_size must be at least 2 (PAD_ID plus one real token), got {vocab_size}")
     min_len = seq_len if min_len is None else min_len
     if not 1 <= min_len <= seq_len:
         raise ValueError(f"need 1 <= min_len <= seq_len, got min_len={min_len}, seq_len={seq_len}")
@@ -80,18 +80,18 @@ def make_batch(
     tokens = torch.randint(1, vocab_size, (batch_size, seq_len), generator=generator)
     lengths = torch.randint(min_len, seq_len + 1, (batch_size,), generator=generator)
     real = padding_mask(lengths, seq_len)[:, 0, :]  # (B, n) True at real positions
-    tokens = tokens.masked_fill(~real, PAD)
+    tokens = tokens.masked_fill(~real, PAD_ID)
     if task == "reverse":
         targets = reverse_targets(tokens, lengths)
     elif task == "sort":
         # Padding sorts last when it is replaced by a value above every real token.
         targets = tokens.masked_fill(~real, vocab_size).sort(dim=1).values
     elif task == "max":
-        targets = tokens.max(dim=1, keepdim=True).values.expand(batch_size, seq_len)  # PAD = 0 is never the max
+        targets = tokens.max(dim=1, keepdim=True).values.expand(batch_size, seq_len)  # PAD_ID = 0 is never the max
     else:  # count
         same = (tokens[:, :, None] == tokens[:, None, :]) & real[:, None, :]  # (B, n, n)
         targets = same.sum(dim=-1)
-    targets = targets.masked_fill(~real, PAD)
+    targets = targets.masked_fill(~real, PAD_ID)
     return Batch(tokens, targets, lengths, padding_mask(lengths, seq_len))
 
 
@@ -127,15 +127,15 @@ class TinyTransformer(nn.Module):
         self.d_model = d_model
         self.embedding = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
-        self.positions = PositionalEncoding(d_model, max_len) if use_positions else None
+        self.positional = PositionalEncoding(d_model, max_len) if use_positions else None
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first)
-        self.output = nn.Linear(d_model, num_classes)
+        self.projection = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape (B, n), got {tuple(tokens.shape)}")
         x = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, n) -> (B, n, d_model)
-        if self.positions is not None:
-            x = self.positions(x)  # + PE[:n]
+        if self.positional is not None:
+            x = self.positional(x)  # + PE[:n]
         x, weights = self.encoder(x, mask, need_weights=need_weights)
-        return self.output(x), weights  # (B, n, num_classes), list of (B, h, n, n) or None
+        return self.projection(x), weights  # (B, n, num_classes), list of (B, h, n, n) or None

@@ -13,6 +13,18 @@ MathJax 3 (from the pinned django-static-mathjax package, which is only MathJax'
 instead of nbconvert's default CDN.
 No page loads anything from the network. Links between notebooks (``02_masking.ipynb``) point to
 their HTML pages.
+
+Each page starts with a navigation bar (the index, the notebook's slide deck, the previous and next notebook, and
+the projector-mode button) and, after its title cell, the list of its ``## `` sections; each section's heading
+links back to that list. The index lists every notebook with its one line from the README, its deck and its own
+sections (not the Summary, Exercises and What's next that every notebook ends with).
+
+Projector mode, for showing the pages to a room (the decks are the lecture medium; this is for the pages
+themselves): prose about 28 px and code 22 px on a 1920x1080 screen instead of 14 and 13, the page at the
+screen's width, code and printed output wrapped (never a sideways scroll bar), figures at 1.5 times their natural
+size where there is room. The nav's button switches it; ``?projector`` or ``#projector`` in the address turns it
+on and ``?projector=off`` off; the choice is remembered (localStorage) for every page. The style and the few
+lines of script that do it are scripts/site_template/site.css and site.js, copied to the site's root.
 """
 
 from __future__ import annotations
@@ -60,24 +72,19 @@ window.MathJax = {
     + """/tex-svg-full.js"></script>"""
 )
 
-# A readable measure on a wide screen: the page is centred and at most PAGE_WIDTH wide, so code and
-# figures (up to about 1400 px at the series' 130 dpi) keep their room, while prose (paragraphs, lists,
-# headings, quotes in markdown cells) stops at PROSE_MEASURE, about 90 characters a line. Tables and
-# diagrams in markdown cells (an image alone in its paragraph) are not limited. tests/test_site.py measures
-# the line length and a diagram's width in Chromium.
-PAGE_WIDTH = "1500px"
-PROSE_MEASURE = "72ch"
-SITE_CSS = """<style>
-body.jp-Notebook { max-width: PAGE_WIDTH; margin-left: auto; margin-right: auto; }
-.jp-RenderedMarkdown > :is(p, ul, ol, dl, blockquote, h1, h2, h3, h4, h5, h6):not(:has(> img:only-child)) {
-  max-width: PROSE_MEASURE; }
-.jp-RenderedMarkdown > p > img:only-child { max-width: 100%; }
-.site-nav { max-width: PAGE_WIDTH; margin: 0.5em auto; padding: 0.5em 1em; box-sizing: border-box;
-  font-family: var(--jp-ui-font-family, sans-serif); font-size: 16px; display: flex; justify-content: space-between;
-  gap: 1em; border-bottom: 1px solid #ddd; }
-.site-nav a { color: #1a5fb4; text-decoration: underline; text-underline-offset: 0.15em; }
-.site-nav a:hover { color: #0b3d7a; }
-</style>""".replace("PAGE_WIDTH", PAGE_WIDTH).replace("PROSE_MEASURE", PROSE_MEASURE)
+# The series' own style and script (scripts/site_template/), copied to the site's root and linked by every page
+# after JupyterLab's style: the reading measure, the navigation, the page's contents, and the projector mode
+# (site.js switches it: the nav's button, ?projector or #projector, remembered in localStorage).
+SITE_TEMPLATE = Path(__file__).resolve().parent / "site_template"
+SITE_FILES = ("site.css", "site.js")
+SITE_HEAD = '<link rel="stylesheet" href="{prefix}site.css">\n<script src="{prefix}site.js"></script>'
+PROJECTOR_BUTTON = (
+    '<button type="button" class="site-projector-toggle" aria-pressed="false" '
+    'title="Larger text and wrapped code, for a projector (or add ?projector to the address)">Projector mode</button>'
+)
+TOC_ID = "site-contents"  # the page's list of its sections; each section's heading links back to it
+# Sections every notebook ends with: the index lists a notebook's own sections, not these.
+BOILERPLATE_SECTIONS = re.compile(r"^(?:\d+\.\s*)?(?:Summary|Exercises\b.*|What(?:'s| comes) next)$")
 
 # nbconvert's JupyterLab template, minus everything it would fetch from a CDN: require.js (only
 # needed by widgets and JavaScript outputs, which these notebooks do not have), MathJax (replaced
@@ -85,7 +92,8 @@ body.jp-Notebook { max-width: PAGE_WIDTH; margin-left: auto; margin-right: auto;
 # escaped HTML, so the template's bleach pass over it (two thirds of the build time) is skipped.
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block html_head_js_mathjax -%}{{ resources.site_mathjax }}{{ resources.site_css }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mathjax -%}{{ resources.site_mathjax }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_css -%}{{ resources.site_head }}{%- endblock html_head_css -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block input -%}
 <div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
@@ -105,25 +113,14 @@ INDEX = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <title>{title}</title>
 {mathjax}
-<style>
-body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 52em; margin: 2em auto;
-  padding: 0 1em; line-height: 1.5; color: #222; }}
-h1 {{ font-size: 1.8em; }}
-li.notebook {{ margin: 0.8em 0; }}
-li.notebook > a {{ font-size: 1.15em; font-weight: 600; }}
-ul.sections {{ margin: 0.2em 0; font-size: 0.95em; }}
-a {{ color: #1a5fb4; text-decoration: none; }}
-a:hover {{ text-decoration: underline; }}
-.note {{ color: #555; font-size: 0.9em; }}
-p.summary {{ margin: 0.2em 0 0.3em; color: #444; font-size: 0.95em; }}
-a.deck {{ font-size: 0.9em; font-weight: normal; margin-left: 0.5em; }}
-</style>
+{site_head}
 </head>
-<body>
+<body class="site-index">
 <h1>{title}</h1>
 <p class="note">A static copy of the notebooks with their stored outputs, readable without Jupyter and offline.
 To run the code, open the notebooks in JupyterLab (see the README). For a lecture room, the
-<a href="slides/index.html">slide decks</a>.</p>
+<a href="slides/index.html">slide decks</a>.<span class="site-js-only"> To project these pages instead, turn on
+their projector mode (larger text, code wrapped; every page remembers it): {projector}</span></p>
 {sections}
 </body>
 </html>
@@ -149,10 +146,34 @@ def _strip_tags(fragment: str) -> str:
     return re.sub(r"<[^>]+>", "", fragment).strip()
 
 
+_H2 = re.compile(r'<h2 id="([^"]+)">(.*?)</h2>', re.S)
+_HEADING_LINKS = re.compile(r'<a class="(?:anchor-link|site-top)".*?</a>', re.S)  # the pilcrow and the "top" link
+
+
 def section_headings(page: str) -> list[tuple[str, str]]:
     """(id, text) of each second-level heading in a built page, text still HTML-escaped."""
-    headings = re.finditer(r'<h2 id="([^"]+)">(.*?)</h2>', page, re.S)
-    return [(m.group(1), _strip_tags(re.sub(r'<a class="anchor-link".*?</a>', "", m.group(2)))) for m in headings]
+    return [(m.group(1), _strip_tags(_HEADING_LINKS.sub("", m.group(2)))) for m in _H2.finditer(page)]
+
+
+def add_contents(page: str) -> str:
+    """The page with a list of its ``## `` sections (id TOC_ID) after its title cell, and in each of those headings a
+    link back to the list. A page with fewer than two sections is returned as it is."""
+    headings = list(_H2.finditer(page))
+    title = re.search(r"<h1\b", page)
+    if len(headings) < 2 or not title:
+        return page
+    items = []
+    for m in headings:
+        inner = re.sub(r"</?a\b[^>]*>", "", _HEADING_LINKS.sub("", m.group(2))).strip()  # no link inside a link
+        items.append(f'<li><a href="#{m.group(1)}">{inner}</a></li>')
+    contents = (
+        f'<nav class="site-toc" id="{TOC_ID}" aria-label="On this page">'
+        f'<p class="site-toc-title">On this page</p><ul>{"".join(items)}</ul></nav>\n'
+    )
+    top = f'<a class="site-top" href="#{TOC_ID}" title="Back to the list of sections">&uarr;&nbsp;contents</a>'
+    page = _H2.sub(lambda m: f'<h2 id="{m.group(1)}">{m.group(2)}{top}</h2>', page)
+    after_title = page.find('<div class="jp-Cell ', title.end())  # the cell after the title's
+    return page[:after_title] + contents + page[after_title:] if after_title > 0 else page
 
 
 def _link_notebooks_to_pages(page: str) -> str:
@@ -190,6 +211,7 @@ def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None], dec
     contents = f'<a href="{prefix}index.html">Contents</a>'
     if deck:  # the notebook's slide deck, built into the site's slides/ folder
         contents += f' &middot; <a href="{prefix}{SLIDES_DIR}/{deck}">Slides</a>'
+    contents += PROJECTOR_BUTTON
     links = [f"<span>{contents}</span>"]
     for arrow, neighbour in zip(("&larr; ", ""), neighbours, strict=True):
         if neighbour is None:
@@ -213,6 +235,12 @@ def copy_mathjax(out: Path) -> None:
             (out / MATHJAX_DIR).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, out / MATHJAX_DIR / name)
     shutil.copyfile(MATHJAX_ES5.parent / "LICENSE", out / MATHJAX_DIR / "LICENSE")
+
+
+def copy_site_files(out: Path) -> None:
+    """The site's style and script (scripts/site_template/) to the site's root."""
+    for name in SITE_FILES:
+        shutil.copyfile(SITE_TEMPLATE / name, out / name)
 
 
 SLIDES_DIR = "slides"  # the decks, inside the site (scripts/build_slides.py)
@@ -241,6 +269,7 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         raise SystemExit(f"no notebooks under {root / 'notebooks'}")
     out.mkdir(parents=True, exist_ok=True)
     copy_mathjax(out)
+    copy_site_files(out)
     with_decks = {path.resolve() for path in build_slides.deck_notebooks(root)}
     if with_decks:
         build_slides.build(out / SLIDES_DIR, root, site="../")
@@ -270,20 +299,24 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
         resources = {
             "metadata": {"name": titles[i], "path": str(path.parent)},
             "site_mathjax": MATHJAX_HEAD.replace("{prefix}", prefix),
-            "site_css": SITE_CSS,
+            "site_head": SITE_HEAD.replace("{prefix}", prefix),
             "site_nav": _nav(
                 prefix, target, neighbours, build_slides.deck_name(path) if path.resolve() in with_decks else None
             ),
         }
         page, _ = exporter.from_notebook_node(nb, resources=resources)
-        page = _link_notebooks_to_pages(page)
+        page = add_contents(_link_notebooks_to_pages(page))
         for url in _copy_referenced_files(page, path, root, out):
             print(f"warning: {rel} links {url}, which is not a file in the repository", file=sys.stderr)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page, encoding="utf-8")
 
         href = target.relative_to(out).as_posix()
-        items = "".join(f'<li><a href="{href}#{anchor}">{text}</a></li>' for anchor, text in section_headings(page))
+        items = "".join(
+            f'<li><a href="{href}#{anchor}">{text}</a></li>'
+            for anchor, text in section_headings(page)
+            if not BOILERPLATE_SECTIONS.match(html.unescape(text).strip())
+        )
         entry = f'<li class="notebook"><a href="{href}">{html.escape(titles[i])}</a>'
         if path.resolve() in with_decks:
             entry += f' <a class="deck" href="{SLIDES_DIR}/{build_slides.deck_name(path)}">slides</a>'
@@ -298,7 +331,11 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
     )
     (out / "index.html").write_text(
         INDEX.format(
-            title=html.escape(series_title(root)), mathjax=MATHJAX_HEAD.replace("{prefix}", ""), sections=sections
+            title=html.escape(series_title(root)),
+            mathjax=MATHJAX_HEAD.replace("{prefix}", ""),
+            site_head=SITE_HEAD.replace("{prefix}", ""),
+            projector=PROJECTOR_BUTTON,
+            sections=sections,
         ),
         encoding="utf-8",
     )

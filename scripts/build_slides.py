@@ -42,6 +42,14 @@ Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 ca
   the notebooks stay written for reading, and the presenter has every word in the notes. A sub-slide
   without text of its own (a figure, code that continues, a long output) gets the notes of the text
   that introduced it, so nearly every slide has notes.
+- Every sub-slide says in words what it shows. One that would show only printed output, with no heading or
+  text (an output too long to share its code's slide, the output of a hidden cell), gets a one-line caption in
+  the slide's prose size (``slide-caption``, slides.css): the comment line its code cell opens with, else the
+  lead-in sentence of the text that introduced it (the first sentence of its first paragraph, the claim the
+  slide before showed; one longer than CAPTION_CHARS is cut after its first colon, or else not used), else the
+  section's heading. A code sub-slide with no words whose code opens with a comment line (a cell of type
+  ``subslide``, or the continuation of long code) gets that comment as its caption, taken out of the code.
+  nbval's marker lines (``# NBVAL_IGNORE_OUTPUT``) are left out of the code on slides: they are for the tests.
 - A figure (a PNG output) is alone on a sub-slide and fills it (slides.css: object-fit), whatever the
   cell's slide type; the code that drew it stays on the slide before, with the text (or is hidden by
   ``slide-hide-input``). What follows a figure starts a new sub-slide. An interactive attention view
@@ -63,7 +71,8 @@ part from the heading on starts a new slide, so that every section starts a slid
 boundaries; likewise a diagram (an image alone on its line) after some text starts a sub-slide, with
 the text after it. Math in speaker notes stays TeX source (the speaker view cannot show MathJax's
 output). tests/test_slides.py steps through every slide in Chromium at 1920x1080 and fails on a slide
-that overflows, hides code in a scroll box, scrolls sideways or shows a small figure.
+that overflows, hides code in a scroll box, scrolls sideways, shows a small figure or printed output with no
+words.
 
 Everything a deck needs is in the output folder: reveal.js 5 and its speaker-notes plugin (from the
 pinned sphinx-revealjs package, which bundles reveal.js's own distribution files; this script uses
@@ -296,6 +305,68 @@ def _notes_cell(source: str, cell_id: str) -> nbformat.NotebookNode:
     return notes
 
 
+CAPTION_TAG = "slide-caption"  # set by this script on the one-line caption it gives a sub-slide (slides.css)
+CAPTION_CHARS = 160  # a leading comment block longer than this (about two lines of prose on a slide) stays code
+_DIRECTIVE = re.compile(r"^#\s*NBVAL_[A-Z_]+\s*$")  # nbval's cell markers: for the tests, not for the room
+
+
+def _without_directives(source: str) -> str:
+    """A code cell's source without its nbval marker lines (``# NBVAL_IGNORE_OUTPUT``)."""
+    return "\n".join(line for line in source.split("\n") if not _DIRECTIVE.match(line.strip())).strip("\n")
+
+
+def _leading_comment(source: str) -> tuple[str, str]:
+    """(the text of the comment lines a code piece opens with, joined; the source after them), or ("", source)
+    when it opens with code, when nothing but comments is left, or when the comment is longer than CAPTION_CHARS."""
+    lines = source.strip("\n").split("\n")
+    count = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    text = " ".join(line.lstrip("#").strip() for line in lines[:count]).strip()
+    rest = "\n".join(lines[count:]).strip("\n")
+    if not text or not rest.strip() or len(text) > CAPTION_CHARS:
+        return "", source
+    return text, rest
+
+
+def _comment_as_markdown(text: str) -> str:
+    """A code comment as one line of markdown: code spans (backticks) kept, and outside them the characters that
+    markdown would read as markup (``<pad>``, ``*``, ``_``) escaped."""
+    parts = re.split(r"(`[^`]*`)", text)
+    escaped = (re.sub(r"([*_\\\[\]])", r"\\\1", html.escape(part, quote=False)) for part in parts[::2])
+    return "".join(p for pair in zip(escaped, [*parts[1::2], ""], strict=True) for p in pair)
+
+
+def _lead_in(text: str) -> str:
+    """The lead-in sentence of a markdown cell's text, as a caption: the first sentence of its first paragraph or
+    list item; one longer than CAPTION_CHARS is cut after its first colon (outside code, math and brackets) if that
+    is short enough, else "" (the caller then names the section)."""
+    for block in _blocks(text):
+        first = block.lstrip()
+        if _HEADING.match(block) or _DIAGRAM.fullmatch(block) or first.startswith(("$$", "```", "~~~", "<", "|", ">")):
+            continue
+        if _LIST_ITEM.match(first):
+            first = first[_LIST_ITEM.match(first).end() :]
+        sentence = first_sentence(" ".join(first.split()))
+        if len(sentence) <= CAPTION_CHARS:
+            return sentence
+        masked, depth = _PROTECTED.sub(lambda m: "X" * len(m.group(0)), sentence), 0
+        for i, char in enumerate(masked[:CAPTION_CHARS]):
+            depth += (char in "([{") - (char in ")]}")
+            if char == ":" and depth == 0 and i > 20:
+                return sentence[: i + 1]
+        return ""
+    return ""
+
+
+def _caption_cell(text: str, kind: str, cell_id: str) -> nbformat.NotebookNode:
+    """A caption's markdown cell; its text reads as a paragraph even where it starts like a list item or a heading
+    (a section's heading "11. Cost: ...")."""
+    text = re.sub(r"^(\d+)([.)])(?=\s)", r"\1\\\2", text)
+    text = re.sub(r"^([-+*>#])(?=\s)", r"\\\1", text)
+    caption = nbformat.v4.new_markdown_cell(text, metadata={"slideshow": {"slide_type": kind}, "tags": [CAPTION_TAG]})
+    caption.id = cell_id
+    return caption
+
+
 def _split_trailing_checks(source: str) -> tuple[str, str]:
     """A code cell's source cut before its closing block of checks (``assert ...`` and
     ``torch.testing.assert_close(...)`` lines after the last blank line), so that the answer they state is
@@ -362,6 +433,7 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     figures on sub-slides of their own, and the cell tags of the module docstring applied."""
     nb = split_at_sections(nb)
     cells, intro = [], None  # intro: the full text of the last markdown cell shown, for a figure's notes
+    heading = ""  # the text of the last heading shown in this section: a caption when nothing else names an output
     after_figure = False  # what follows a figure starts a new sub-slide, so the figure stays alone
     words_here: int | None = 0  # words of text on the current sub-slide; None once it shows code or output
     for cell in nb.cells:
@@ -374,13 +446,15 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.metadata["slideshow"] = {"slide_type": kind}
         after_figure = False
         if kind == "slide":
-            intro = None
+            intro, heading = None, ""
         if kind in ("slide", "subslide"):
             words_here = 0
         if cell.cell_type == "markdown":
             cells.append(cell)
             notes = _notes_text(cell.source)
             intro = notes or intro
+            headings = [b for b in _blocks(cell.source) if _HEADING.match(b)]
+            heading = re.sub(r"^ {0,3}#{1,6}\s+", "", headings[-1]).strip() if headings else heading
             if KEEP_TEXT not in tags:
                 shown = slide_text(cell.source)
                 if " ".join(shown.split()) != " ".join(cell.source.split()):  # something was cut
@@ -395,7 +469,11 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         hide = HIDE_INPUT in tags
         figures = [o for o in cell.outputs if _is_figure(o)]
         others = [o for o in cell.outputs if not _is_figure(o)]
-        source, checks = _split_trailing_checks(cell.source) if OUTPUT_FRAGMENT in tags else (cell.source, "")
+        code = _without_directives(cell.source)
+        source, checks = _split_trailing_checks(code) if OUTPUT_FRAGMENT in tags else (code, "")
+        # what names a printed output shown without its code or any text: the comment the cell opens with, else the
+        # lead-in sentence of the text before it, else the section's heading
+        output_caption = _comment_as_markdown(_leading_comment(code)[0]) or _lead_in(intro or "") or heading
         chunks = [] if hide else _chunks(source)
         pieces = [_piece(cell, f"in{j}", "subslide" if j else kind, chunk, [], hide) for j, chunk in enumerate(chunks)]
         out_lines = _screen_lines(checks) + _screen_lines(_output_text(others))
@@ -423,11 +501,24 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             pieces.append(fig)
         after_figure = bool(figures)
         for piece in pieces:
+            starts = slide_type(piece) in ("slide", "subslide")  # a sub-slide, with no text of its own
+            caption = ""
+            if starts and FIGURE_TAG not in piece.metadata.get("tags", []):
+                shows_code = piece.source.strip() and not piece.metadata.get("transient", {}).get("remove_source")
+                if shows_code:  # code that opens with a comment: the comment becomes its caption
+                    comment, rest = _leading_comment(piece.source)
+                    if comment:
+                        caption, piece.source = _comment_as_markdown(comment), rest
+                elif piece.outputs:  # printed output alone
+                    caption = output_caption
+            if caption:
+                cells.append(_caption_cell(caption, slide_type(piece), f"{piece.id}-caption"))
+                piece.metadata["slideshow"] = {"slide_type": "-"}
             cells.append(piece)
-            words_here = 0 if slide_type(piece) in ("slide", "subslide") else words_here
+            words_here = 0 if starts else words_here
             if FIGURE_TAG not in piece.metadata.get("tags", []):
                 words_here = None
-            if intro and slide_type(piece) in ("slide", "subslide"):  # a sub-slide without text of its own
+            if intro and starts:  # a sub-slide without text of its own
                 cells.append(_notes_cell(intro, f"{piece.id}-notes"))
     nb.cells = cells
     return nb

@@ -55,6 +55,8 @@ TESTS = {
     "decoding.py": ["tests/test_decoding.py", "tests/test_efficient.py"],
     "training.py": ["tests/test_training.py"],
     "explorer.py": ["tests/test_explorer.py"],
+    "explorer.js": ["tests/test_explorer.py"],
+    "pretrained.py": ["tests/test_pretrained.py"],
     "exercises/_core.py": [
         "tests/exercises/test_core.py",
         "tests/exercises/test_nb01.py",
@@ -330,23 +332,23 @@ MUTANTS = [
     M(
         "E08",
         "encoder.py",
-        "torch.relu(self.linear1(x))",
-        "torch.nn.functional.gelu(self.linear1(x))",
+        'ACTIVATIONS = {"relu": torch.relu,',
+        'ACTIVATIONS = {"relu": F.gelu,',
         "GELU instead of ReLU",
     ),
     M(
         "E09",
         "encoder.py",
-        "return self.linear2(self.dropout(torch.relu(self.linear1(x))))",
-        "return self.dropout(self.linear2(torch.relu(self.linear1(x))))",
+        "return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))",
+        "return self.dropout(self.linear2(ACTIVATIONS[self.activation](self.linear1(x))))",
         "feed-forward dropout after linear2",
         from_review=True,
     ),
     M(
         "E10",
         "encoder.py",
-        "return self.linear2(self.dropout(torch.relu(self.linear1(x))))",
-        "return self.linear2(torch.relu(self.dropout(self.linear1(x))))",
+        "return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))",
+        "return self.linear2(ACTIVATIONS[self.activation](self.dropout(self.linear1(x))))",
         "feed-forward dropout before the ReLU",
         equivalent="relu(dropout(z)) == dropout(relu(z)): dropout zeroes or scales by 1/(1-p) > 0, and the mask "
         "is drawn on a tensor of the same shape in the same order",
@@ -406,8 +408,8 @@ MUTANTS = [
     M(
         "E20",
         "encoder.py",
-        "nn.LayerNorm(d_model) if norm_first else None",
-        "nn.LayerNorm(d_model) if not norm_first else None",
+        "nn.LayerNorm(d_model, eps=eps) if norm_first else None",
+        "nn.LayerNorm(d_model, eps=eps) if not norm_first else None",
         "final LayerNorm on the wrong variant",
     ),
     M(
@@ -498,15 +500,15 @@ MUTANTS = [
     M(
         "T02",
         "tasks.py",
-        "positions >= lengths[:, None], PAD",
-        "positions > lengths[:, None], PAD",
+        "positions >= lengths[:, None], PAD_ID",
+        "positions > lengths[:, None], PAD_ID",
         "reverse_targets leaves the first padded position unfilled",
     ),
     M(
         "T03",
         "tasks.py",
         "tokens.masked_fill(~real, vocab_size).sort",
-        "tokens.masked_fill(~real, PAD).sort",
+        "tokens.masked_fill(~real, PAD_ID).sort",
         "sort puts padding first",
     ),
     M(
@@ -526,7 +528,7 @@ MUTANTS = [
     M(
         "T06",
         "tasks.py",
-        "targets = targets.masked_fill(~real, PAD)",
+        "targets = targets.masked_fill(~real, PAD_ID)",
         "targets = targets",
         "padded targets not set to PAD",
     ),
@@ -800,8 +802,8 @@ MUTANTS = [
     M(
         "N15",
         "decoding.py",
-        "total / _lp(len(ids), alpha)",
-        "total / _lp(len(ids) + 1, alpha)",
+        "total / length_penalty(len(ids), alpha)",
+        "total / length_penalty(len(ids) + 1, alpha)",
         "beam search: |Y| counts <bos> too",
         from_review=True,
     ),
@@ -968,7 +970,7 @@ MUTANTS = [
     ),
     M(
         "N37",
-        "explorer.py",
+        "explorer.js",
         "W[((l * H + h) * N + q) * M + k]",
         "W[((l * H + h) * M + q) * N + k]",
         "explorer script: weights indexed with N and M swapped (n != m)",

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
+from helpers.attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from helpers.masks import causal_mask, padding_mask
 from helpers.reference import torch_multihead_attention
 
@@ -512,3 +512,54 @@ def test_reference_module_copies_training_mode_and_bias(bias):
         assert all(module.training == training for module in ref.modules())
         assert ref.dropout == 0.1 and ref.batch_first
     assert (ref.in_proj_bias is not None) == bias and (ref.out_proj.bias is not None) == bias
+
+
+# --- split_heads and combine_heads ------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(B=st.integers(1, 3), n=st.integers(1, 6), h=st.integers(1, 4), d_k=st.integers(1, 5))
+def test_split_heads_gives_head_i_its_block_of_features_and_combine_undoes_it(B, n, h, d_k):
+    x = torch.randn(B, n, h * d_k)
+    heads = split_heads(x, h)
+    assert heads.shape == (B, h, n, d_k)
+    for i in range(h):  # head i: features i * d_k .. (i + 1) * d_k - 1 of every position, positions in order
+        assert torch.equal(heads[:, i], x[..., i * d_k : (i + 1) * d_k])
+    assert torch.equal(combine_heads(heads), x)
+    y = torch.randn(B, h, n, d_k)
+    assert torch.equal(split_heads(combine_heads(y), h), y)  # and the other way round
+    assert torch.equal(combine_heads(y), torch.cat([y[:, i] for i in range(h)], dim=-1))  # the paper's Concat
+
+
+def test_split_and_combine_keep_the_gradient_and_the_module_uses_them(monkeypatch):
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    g = torch.randn(2, 3, 8)
+    (combine_heads(split_heads(x, 4)) * g).sum().backward()
+    assert torch.equal(x.grad, g)
+    import helpers.attention as attention
+
+    calls = []
+    for name in ("split_heads", "combine_heads"):
+        original = getattr(attention, name)
+        monkeypatch.setattr(attention, name, lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
+    attention.MultiHeadAttention(8, 2)(x, torch.randn(2, 5, 8), torch.randn(2, 5, 8))
+    assert calls == ["split_heads", "split_heads", "split_heads", "combine_heads"]  # k, v, q; then Concat
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: split_heads(torch.randn(2, 3, 10), 4), r"x of shape \(2, 3, 10\) does not split into num_heads=4"),
+        (lambda: split_heads(torch.randn(3, 8), 2), r"x must have shape \(B, n, d_model\) .*got \(3, 8\)"),
+        (lambda: split_heads(torch.randn(1, 2, 3, 8), 2), r"\(B, n, d_model\) .*got \(1, 2, 3, 8\)"),
+        (lambda: split_heads(torch.randn(1, 2, 8), 0), "num_heads must be a positive integer, got 0"),
+        (lambda: split_heads(torch.randn(1, 2, 8), True), "num_heads must be a positive integer, got True"),
+        (lambda: split_heads([[1.0]], 1), r"\(B, n, d_model\) .*got list"),
+        (lambda: combine_heads(torch.randn(2, 3, 8)), r"x must have shape \(B, h, n, d_k\) .*got \(2, 3, 8\)"),
+        (lambda: combine_heads("heads"), r"\(B, h, n, d_k\) .*got str"),
+    ],
+    ids=["indivisible", "rank-2", "rank-4", "zero-heads", "true-heads", "list", "combine-rank-3", "combine-str"],
+)
+def test_split_and_combine_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

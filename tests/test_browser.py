@@ -383,6 +383,11 @@ DRAWN_JS = """(view) => {
 }"""
 
 
+# The hovered heatmap cell's outline: which cell ("query,key") and whether it shows.
+HOVERED_JS = """(view) => { const g = view.querySelector('.attn-x-hovered');
+    return {cell: view.dataset.cell || null, visible: !!g && g.getAttribute('visibility') === 'visible'}; }"""
+
+
 # JupyterLab's active cell (its index), or null outside JupyterLab.
 ACTIVE_CELL_JS = """() => { const cell = document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active');
     const notebook = cell && cell.closest('.jp-Notebook');
@@ -407,11 +412,16 @@ def _drawn_lines(drawn: dict) -> dict:
 
 
 def exercise_explorer(view, data: dict, page) -> str:
-    """Click a layer, a head, a query, "all heads" and a key, and use the keyboard, in one live view (a
-    playwright locator); after each step the lines and the heatmap must show the right weights of ``data``
-    (decoded by helpers.explorer.decode_payload). Returns a one-line summary."""
+    """Click a layer, a head, a query, "all heads" and a key, toggle heads by their colour squares, and use the
+    keyboard, in one live view (a playwright locator); after each step the lines and the heatmap must show the right
+    weights of ``data`` (decoded by helpers.explorer.decode_payload). Returns a one-line summary.
+
+    Views stored before the colour squares toggled heads (issue 19: E6, E8) have no ``[data-toggle]`` buttons: for
+    them the toggling, the per-head readout and the hovered cell's outline are not asked for."""
     layers, heads, n, m = data["weights"].shape
     layer, head, query, key = layers - 1, heads - 1, n - 1, 0
+    toggles = view.locator("[data-toggle]").count() > 0  # a view made since the colour squares toggle heads
+    assert toggles or "vmax" not in data, "a view with a colour range runs a script that toggles heads"
     # The view opens on the layer and head given to explore_attention (layer=, head=; views made before those
     # arguments existed carry no "start" and open on layer 0, head 0); head -1 is "all heads".
     start = data.get("start") or {"layer": 0, "head": 0}
@@ -459,6 +469,9 @@ def exercise_explorer(view, data: dict, page) -> str:
     hovered = view.evaluate(DRAWN_JS)["readout"]
     if allowed:
         assert f"weight {row[allowed[-1]]:.2f}" in hovered, hovered
+        if toggles:  # the hovered cell is outlined
+            outlined = view.evaluate(HOVERED_JS)
+            assert outlined == {"cell": f"{query},{allowed[-1]}", "visible": True}, outlined
 
     view.locator('[aria-label^="Head"] [data-value="-1"]').click()  # all heads overlaid
     view.locator(f'[data-side="k"][data-index="{key}"]').click()  # a key: lines from every query
@@ -467,6 +480,28 @@ def exercise_explorer(view, data: dict, page) -> str:
     assert _drawn_lines(drawn) == _expected_lines(data, layer, list(range(heads)), "k", key)
     stripes = [c for c in drawn["cells"] if c["weight"] != "masked"]
     assert all(f"{data['weights'][layer, c['head'], c['query'], c['key']]:.2f}" == c["weight"] for c in stripes)
+    toggled = ""
+    if toggles:  # the readout: one short entry per head, not a run-on sentence
+        assert view.locator(".attn-x-readout .attn-x-entry").count() == heads, drawn["readout"]
+    if toggles and heads > 1:
+        # Any set of heads: one head, then another added by its colour square, then the first removed by its own.
+        view.locator(f'[aria-label^="Head"] [data-value="{head}"]').click()
+        view.locator('[data-toggle="0"]').click()
+        drawn = view.evaluate(DRAWN_JS)
+        pair = [0, head]
+        assert drawn["head"] == ("all" if heads == 2 else f"0,{head}"), _brief(drawn)
+        assert _drawn_lines(drawn) == _expected_lines(data, layer, pair, "k", key)
+        assert {c["head"] for c in drawn["cells"] if c["weight"] != "masked"} <= set(pair)
+        assert view.locator(".attn-x-readout .attn-x-entry").count() == 2, drawn["readout"]
+        pressed = view.locator('[data-toggle][aria-pressed="true"]').evaluate_all("b => b.map(x => +x.dataset.toggle)")
+        assert pressed == pair, pressed
+        view.locator(f'[data-toggle="{head}"]').click()  # head 0 alone: its Head button is checked again
+        view.locator('[data-toggle="0"]').click()  # the last head shown stays
+        drawn = view.evaluate(DRAWN_JS)
+        assert drawn["head"] == "0", _brief(drawn)
+        assert view.locator('[aria-label^="Head"] [aria-checked="true"]').get_attribute("data-value") == "0"
+        assert _drawn_lines(drawn) == _expected_lines(data, layer, [0], "k", key)
+        toggled = f", heads 0 and {head} toggled"
 
     # The keyboard: Tab reaches the controls, the arrow keys change the layer and move along the tokens (and
     # stay in the view: in JupyterLab they must not move the active cell).
@@ -490,7 +525,7 @@ def exercise_explorer(view, data: dict, page) -> str:
     assert _drawn_lines(drawn) == _expected_lines(data, 0, [0], "q", token)
     page.keyboard.press("Escape")
     assert page.evaluate(ACTIVE_CELL_JS) == active, "keys pressed in the view moved JupyterLab's active cell"
-    return f"layer {layer}, head {head}, query {query}, all heads, key {key}, keys: the weights stored"
+    return f"layer {layer}, head {head}, query {query}, all heads, key {key}{toggled}, keys: the weights stored"
 
 
 @pytest.mark.parametrize("notebook", _notebooks_to_open(), ids=lambda p: p.name)

@@ -63,10 +63,10 @@ def test_decoder_block_equals_torch_with_gradients(norm_first, use_masks):
     memory.requires_grad_()
     x_ref, memory_ref = (t.detach().clone().requires_grad_() for t in (x, memory))
     self_mask = causal_mask(5) if use_masks else None
-    memory_mask = padding_mask([7, 4]) if use_masks else None
-    kwargs = {"tgt_mask": ~self_mask, "memory_key_padding_mask": ~memory_mask[:, 0, :]} if use_masks else {}
+    src_mask = padding_mask([7, 4]) if use_masks else None
+    kwargs = {"tgt_mask": ~self_mask, "memory_key_padding_mask": ~src_mask[:, 0, :]} if use_masks else {}
 
-    out, self_weights, cross_weights = block(x, memory, self_mask, memory_mask)
+    out, self_weights, cross_weights = block(x, memory, self_mask, src_mask)
     ref_out = reference(x_ref, memory_ref, **kwargs)
     upstream = torch.randn_like(out)
     (out * upstream).sum().backward()
@@ -93,9 +93,9 @@ def test_decoder_stack_equals_torch_decoder(norm_first):
     x.requires_grad_()
     memory.requires_grad_()
     x_ref, memory_ref = (t.detach().clone().requires_grad_() for t in (x, memory))
-    self_mask, memory_mask = causal_mask(6), padding_mask([4, 2])
-    out, self_weights, cross_weights = decoder(x, memory, self_mask, memory_mask)
-    ref_out = reference(x_ref, memory_ref, tgt_mask=~self_mask, memory_key_padding_mask=~memory_mask[:, 0, :])
+    self_mask, src_mask = causal_mask(6), padding_mask([4, 2])
+    out, self_weights, cross_weights = decoder(x, memory, self_mask, src_mask)
+    ref_out = reference(x_ref, memory_ref, tgt_mask=~self_mask, memory_key_padding_mask=~src_mask[:, 0, :])
     out.pow(2).sum().backward()
     ref_out.pow(2).sum().backward()
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-4)
@@ -110,14 +110,14 @@ def test_decoder_stack_runs_its_blocks_in_order():
     decoder = Decoder(3, D_MODEL, HEADS, D_FF).eval()
     _randomise_norms(decoder, seed=2)
     x, memory = _inputs(3)
-    self_mask, memory_mask = causal_mask(5), padding_mask([7, 3])
+    self_mask, src_mask = causal_mask(5), padding_mask([7, 3])
     y = x
     expected_self, expected_cross = [], []
     for block in decoder.layers:
-        y, s, c = block(y, memory, self_mask, memory_mask)
+        y, s, c = block(y, memory, self_mask, src_mask)
         expected_self.append(s)
         expected_cross.append(c)
-    out, self_weights, cross_weights = decoder(x, memory, self_mask, memory_mask)
+    out, self_weights, cross_weights = decoder(x, memory, self_mask, src_mask)
     torch.testing.assert_close(out, y)
     for got, want in zip(self_weights + cross_weights, expected_self + expected_cross, strict=True):
         torch.testing.assert_close(got, want)
@@ -168,8 +168,8 @@ def test_no_nan_with_a_fully_padded_memory_row(norm_first, need_weights):
     x, memory = _inputs(6)
     x.requires_grad_()
     memory.requires_grad_()
-    memory_mask = padding_mask([7, 0], 7)  # sequence 1 has no source token at all
-    out, _, cross = decoder(x, memory, causal_mask(5), memory_mask, need_weights=need_weights)
+    src_mask = padding_mask([7, 0], 7)  # sequence 1 has no source token at all
+    out, _, cross = decoder(x, memory, causal_mask(5), src_mask, need_weights=need_weights)
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(x.grad).all() and torch.isfinite(memory.grad).all()
     assert (memory.grad[1] == 0).all()  # nothing reads a fully padded memory
@@ -311,9 +311,9 @@ def test_residual_dropout_sits_on_each_sub_layers_output(norm_first):
     block = DecoderBlock(D_MODEL, HEADS, D_FF, norm_first=norm_first).eval()
     _randomise_norms(block, seed=9)
     x, memory = _inputs(12)
-    self_mask, memory_mask = causal_mask(5), padding_mask([7, 4])
+    self_mask, src_mask = causal_mask(5), padding_mask([7, 4])
     sa = lambda y: block.self_attn(y, y, y, self_mask)[0]  # noqa: E731
-    ca = lambda y: block.cross_attn(y, memory, memory, memory_mask)[0]  # noqa: E731
+    ca = lambda y: block.cross_attn(y, memory, memory, src_mask)[0]  # noqa: E731
     ff, n1, n2, n3 = block.feed_forward, block.norm1, block.norm2, block.norm3
     a, b, c = 0.5, 1.5, 2.5
     if norm_first:
@@ -325,4 +325,4 @@ def test_residual_dropout_sits_on_each_sub_layers_output(norm_first):
         y = n2(y + b * ca(y))
         expected = n3(y + c * ff(y))
     block.dropout1, block.dropout2, block.dropout3 = _Scale(a), _Scale(b), _Scale(c)
-    torch.testing.assert_close(block(x, memory, self_mask, memory_mask)[0], expected)
+    torch.testing.assert_close(block(x, memory, self_mask, src_mask)[0], expected)

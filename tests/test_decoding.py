@@ -89,7 +89,7 @@ def test_wide_beam_returns_the_exact_best_sequence(seed, alpha):
     src = torch.tensor([[3, 0, 2, 3]])
     outputs = list(_every_output(vocab, max_len))
     best = max(outputs, key=lambda ids: _score(model, src, ids, alpha))
-    found = beam_search(model, src, BOS, EOS, max_len, beam_size=vocab**max_len, length_penalty=alpha)
+    found = beam_search(model, src, BOS, EOS, max_len, beam_size=vocab**max_len, alpha=alpha)
     assert found == [best]
     # and the narrowest beam may miss it for some seed/alpha; the greedy answer is always one of the outputs
     assert greedy_decode(model, src, BOS, EOS, max_len)[0] in outputs
@@ -105,7 +105,7 @@ def test_beam_of_one_is_greedy(seed):
     src = src.masked_fill(~mask[:, 0], 0)
     greedy = greedy_decode(model, src, BOS, EOS, 8, mask)
     assert beam_search(model, src, BOS, EOS, 8, beam_size=1, src_mask=mask) == greedy
-    assert beam_search(model, src, BOS, EOS, 8, beam_size=1, length_penalty=1.3, src_mask=mask) == greedy
+    assert beam_search(model, src, BOS, EOS, 8, beam_size=1, alpha=1.3, src_mask=mask) == greedy
 
 
 def test_beam_beats_greedy_when_the_first_choice_leads_astray():
@@ -133,7 +133,7 @@ def test_every_token_is_a_candidate_and_max_len_stops():
     model = TableModel(table)  # after <pad>: <bos> (p 0.6); after <bos>: <pad> (p 0.6)
     src = torch.tensor([[3]])
     assert greedy_decode(model, src, BOS, EOS, 4) == [[0, BOS, 0, BOS]]
-    assert beam_search(model, src, BOS, EOS, 4, beam_size=3, length_penalty=0.0) == [[0, BOS, 0, BOS]]
+    assert beam_search(model, src, BOS, EOS, 4, beam_size=3, alpha=0.0) == [[0, BOS, 0, BOS]]
 
 
 @pytest.mark.parametrize(("alpha", "best"), [(0.0, [EOS]), (0.6, [EOS]), (1.0, [3, EOS]), (2.0, [3, EOS])])
@@ -150,8 +150,8 @@ def test_length_penalty_decides_between_a_short_and_a_long_output(alpha, best):
     table = [[0.2] * 5, [1e-3 / 2, 1e-3 / 2, p_eos, p_a, 0.0], [0.2] * 5, [rest, rest, after_a, rest, rest], [0.2] * 5]
     model = TableModel(table)
     src = torch.tensor([[4]])
-    assert beam_search(model, src, BOS, EOS, 2, beam_size=25, length_penalty=alpha) == [best]
-    assert beam_search(model, src, BOS, EOS, 2, beam_size=2, length_penalty=alpha) == [best]
+    assert beam_search(model, src, BOS, EOS, 2, beam_size=25, alpha=alpha) == [best]
+    assert beam_search(model, src, BOS, EOS, 2, beam_size=2, alpha=alpha) == [best]
     assert greedy_decode(model, src, BOS, EOS, 2) == [[3, EOS]]  # greedy takes A (p 0.63), then <eos>
 
 
@@ -271,7 +271,7 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(model, src, BOS, EOS, 3, beam_size=0)
     with pytest.raises(ValueError, match="alpha"):
-        beam_search(model, src, BOS, EOS, 3, length_penalty=-1.0)
+        beam_search(model, src, BOS, EOS, 3, alpha=-1.0)
     with pytest.raises(ValueError, match="encode"):
         greedy_decode(object(), src, BOS, EOS, 3)
 

@@ -333,3 +333,62 @@ def test_encoder_takes_general_head_widths():
     assert [w.shape for w in weights] == [(2, 4, 7, 7)] * 2
     with pytest.raises(ValueError, match="divisible"):
         Encoder(1, d_model=10, num_heads=4, d_ff=16)
+
+
+# --- activation and LayerNorm eps (BERT's choices, notebook 12) -------------------------------
+
+
+def test_feed_forward_gelu_is_x_times_phi_of_x():
+    torch.manual_seed(0)
+    ff = FeedForward(6, 10, activation="gelu")
+    x = torch.randn(2, 4, 6)
+    hidden = x @ ff.linear1.weight.T + ff.linear1.bias
+    phi = 0.5 * (1 + torch.erf(hidden / math.sqrt(2)))  # the standard normal CDF: exact GELU, not tanh's
+    torch.testing.assert_close(ff(x), (hidden * phi) @ ff.linear2.weight.T + ff.linear2.bias)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_gelu_block_with_small_eps_equals_torch(norm_first):
+    torch.manual_seed(8)
+    block = EncoderBlock(8, 2, 12, norm_first=norm_first, activation="gelu", eps=1e-12)
+    _randomise_norms(block, 3)
+    assert block.norm1.eps == block.norm2.eps == 1e-12
+    ref = nn.TransformerEncoderLayer(
+        8, 2, 12, dropout=0.0, activation="gelu", layer_norm_eps=1e-12, batch_first=True, norm_first=norm_first
+    )
+    ref.load_state_dict(torch_encoder_layer(block).state_dict())
+    x = torch.randn(2, 5, 8)
+    mask = padding_mask([5, 3], 5)
+    out, _ = block(x, mask)
+    torch.testing.assert_close(out, ref(x, src_key_padding_mask=~mask[:, 0, :]), atol=1e-5, rtol=1e-4)
+    # Not a coincidence of the inputs: ReLU gives something else.
+    relu = EncoderBlock(8, 2, 12, norm_first=norm_first, eps=1e-12)
+    relu.load_state_dict(block.state_dict())
+    assert not torch.allclose(relu(x, mask)[0], out, atol=1e-3)
+
+
+def test_encoder_passes_activation_and_eps_to_every_layer():
+    enc = Encoder(3, 8, 2, 12, norm_first=True, activation="gelu", eps=1e-12)
+    assert all(layer.feed_forward.activation == "gelu" for layer in enc.layers)
+    norms = [m for m in enc.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == 3 * 2 + 1 and all(norm.eps == 1e-12 for norm in norms)
+    default = Encoder(2, 8, 2, 12)
+    assert all(layer.feed_forward.activation == "relu" and layer.norm1.eps == 1e-5 for layer in default.layers)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: FeedForward(8, 16, activation="tanh"), r"activation must be one of \['gelu', 'relu'\].*'tanh'"),
+        (lambda: EncoderBlock(8, 2, 16, activation="GELU"), r"activation.*'GELU'"),
+        (lambda: Encoder(2, 8, 2, 16, activation=None), r"activation.*None"),
+        (lambda: EncoderBlock(8, 2, 16, eps=0), r"eps.*finite number > 0, got 0"),
+        (lambda: Encoder(2, 8, 2, 16, eps=-1e-5), r"eps.*got -1e-05"),
+        (lambda: EncoderBlock(8, 2, 16, eps=float("nan")), r"eps.*nan"),
+        (lambda: EncoderBlock(8, 2, 16, eps=True), r"eps.*True"),
+        (lambda: EncoderBlock(8, 2, 16, eps="1e-12"), r"eps.*'1e-12'"),
+    ],
+)
+def test_bad_activation_or_eps(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

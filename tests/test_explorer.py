@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -150,7 +151,8 @@ def test_a_large_view_stays_small():
     weights = [_softmax(1, 8, 16, 16, seed=s) for s in range(6)]  # 6 layers x 8 heads x 16 x 16
     view = explore_attention(weights, [f"t{i}" for i in range(16)])
     assert len(json.dumps(view.payload())) < 17_000  # 12,288 weights, one byte each in base64
-    assert len(_SCRIPT_SHIPPED) + len(CSS) < 22_000  # the same in every view (model view included); the figure on top
+    # the same in every view (model view, head toggles and colour range included); the figure on top
+    assert len(_SCRIPT_SHIPPED) + len(CSS) < 26_000
 
 
 def test_two_views_are_independent():
@@ -404,5 +406,115 @@ def test_the_model_view_draws_every_layer_and_head_as_a_thumbnail():
     """E1: a grid of L x H small heatmaps (buttons with data-layer and data-head); a click shows that layer and
     head. Driven in a browser in the scratch check; here: the script builds it, and a deck hides it."""
     assert 'thumb.className = "attn-x-thumb";' in _SCRIPT_SHIPPED and "if (L * H > 1) {" in _SCRIPT_SHIPPED
-    assert "state.layer = l; state.head = h; render(); button.focus();" in _SCRIPT_SHIPPED
+    assert "state.layer = l; state.head = h; state.shown = [h]; render(); button.focus();" in _SCRIPT_SHIPPED
     assert ".reveal .attn-x-overview{display:none}" in CSS
+
+
+def test_the_colour_range_is_one_by_default_or_the_largest_weight_shown():
+    """F1: untrained heads' weights stay well under 1, and on a 0-1 scale they all look dark. vmax=None puts the top
+    of the scale at the largest weight the view holds (over every layer and head); the default keeps 0-1, and its
+    payload holds no "vmax", so views stored before it existed read the same."""
+    weights = [0.8 * _softmax(2, 3, 3, seed=s) + 0.2 / 3 for s in range(2)]  # 2 layers x 2 heads, weights < 0.9
+    largest = max(float(w.max()) for w in weights)
+    default = explore_attention(weights, list("abc"))
+    assert default.vmax == 1.0 and "vmax" not in default.payload()
+    assert explore_attention(weights, list("abc"), vmax=1).payload() == default.payload()
+    spread = explore_attention(weights, list("abc"), vmax=None)
+    [data] = read_payload(spread.html)
+    assert data["vmax"] == spread.vmax == round(largest, 2) == data["weights"].max() < 0.9
+    assert explore_attention(weights, list("abc"), vmax=0.504).vmax == 0.5  # two decimals, as the weights
+    # the static figure: the same scale
+    for view in (default, spread):
+        fig = view.figure()
+        assert fig.axes[0].images[0].get_clim() == (0.0, view.vmax)
+        plt.close(fig)
+    assert _image(spread).tobytes() != _image(default).tobytes()
+    masked_out = explore_attention(
+        torch.zeros(1, 2, 2), list("ab"), mask=torch.zeros(2, 2, dtype=torch.bool), vmax=None
+    )
+    assert masked_out.vmax == 1.0  # nothing to scale to: the default scale
+
+
+@pytest.mark.parametrize(
+    ("vmax", "message"),
+    [
+        (0, r"vmax=0 is outside \(0, 1\]"),
+        (1.5, r"vmax=1\.5 is outside \(0, 1\]"),
+        (0.001, r"vmax=0\.001 is outside \(0, 1\]: .* at least 0\.01"),
+        (float("nan"), r"vmax=nan is outside"),
+        (True, r"vmax must be a number in \(0, 1\] or None"),
+        ("max", r"vmax must be a number in \(0, 1\] or None .*got 'max'"),
+    ],
+    ids=["zero", "above-one", "under-two-decimals", "nan", "true", "str"],
+)
+def test_vmax_is_checked(vmax, message):
+    with pytest.raises(ValueError, match=message):
+        explore_attention(_softmax(2, 3, 3), list("abc"), vmax=vmax)
+
+
+def test_the_script_colours_by_the_payloads_range():
+    """The page's colour() in Node.js: the top colour (viridis' yellow) at vmax, clamped above it, and 0-1 when the
+    payload holds no vmax; the colour scale's top label says the value."""
+    node = _node()
+    if node is None:
+        pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
+    lines = _SCRIPT_SHIPPED.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("var VIRIDIS"))
+    last = next(i for i, line in enumerate(lines) if line.startswith("function headColour("))
+    weights = 0.6 * _softmax(1, 3, 3)  # weights under 0.6
+    results = []
+    for vmax in (1.0, None):
+        payload = explore_attention(weights, list("abc"), vmax=vmax).payload()
+        program = "\n".join(
+            [
+                f"var D = {json.dumps(payload)};",
+                "function fixed(v) { return v.toFixed(2); }",
+                *lines[first:last],
+                "console.log(JSON.stringify({top: TOP, at0: colour(0), atTop: colour(TOP), above: colour(1),",
+                "  half: colour(TOP / 2), mid: colour(0.5)}));",
+            ]
+        )
+        result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        results.append((payload, json.loads(result.stdout)))
+    (default, one), (spread, top) = results
+    assert "vmax" not in default
+    yellow, purple = "rgb(253,231,37)", "rgb(68,1,84)"
+    assert one["top"] == 1 and one["atTop"] == one["above"] == yellow and one["at0"] == top["at0"] == purple
+    assert top["top"] == spread["vmax"] <= 0.6 and top["atTop"] == top["above"] == yellow
+    assert top["half"] == one["mid"] != top["mid"]  # the same colours, spread over 0 .. vmax: 0.5 looks brighter
+    assert '(TOP < 1 ? fixed(TOP) : "1")' in _SCRIPT_SHIPPED  # the scale's top label
+
+
+def test_heads_toggle_and_the_hovered_cell_is_outlined():
+    """E6, E8: a head's colour square is a button of its own that adds the head to the heads shown or removes it (the
+    last one stays); with several heads the readout is one entry per head; the hovered cell gets an outline. Driven in
+    a browser by tests/test_browser.py's exercise_explorer (the site, a deck, JupyterLab)."""
+    assert 'swatch.setAttribute("data-toggle", String(item.value));' in _SCRIPT_SHIPPED
+    assert "if (!next.length) return;" in _SCRIPT_SHIPPED
+    assert 'entry.className = "attn-x-entry";' in _SCRIPT_SHIPPED
+    assert 'class="attn-x-hovered"' in _SCRIPT_SHIPPED and 'root.setAttribute("data-cell"' in _SCRIPT_SHIPPED
+    assert ".attn-x .attn-x-swatch{" in CSS
+
+
+def test_a_grid_of_many_heads_is_drawn_as_one_mosaic_that_fits_the_screen():
+    # 6 layers x 12 heads, as notebook 12's MiniLM: 72 panels would take 10 s and show unreadable labels
+    from helpers.explorer import MOSAIC_PANELS
+
+    layers = [_softmax(12, 9, 9, seed=s) for s in range(6)]
+    view = explore_attention(layers, [f"t{i}" for i in range(9)], title="six layers, twelve heads")
+    assert 6 * 12 > MOSAIC_PANELS
+    image = _image(view)
+    assert image.height <= MAX_HEIGHT and image.width < 1920, image.size
+    corners = {image.getpixel(xy) for xy in [(0, 0), (image.width - 1, 0), (0, image.height - 1)]}
+    assert corners == {(255, 255, 255)}, corners
+    fig = view.mosaic()  # one image of every map, masked cells grey as in the panels
+    try:
+        [ax] = [a for a in fig.axes if a.get_images()]
+        picture = ax.get_images()[0].get_array()
+        assert picture.shape[:2] == (6 * 10 - 1, 12 * 10 - 1)
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(h) for h in range(12)]
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

@@ -216,3 +216,14 @@ def test_masked_cells_carry_a_dark_cross():
     red, green, blue, _ = crosses.get_edgecolor()[0]
     assert max(red, green, blue) < 0.5, "a dark cross on the light grey, visible from the back of a room"
     assert crosses.get_linewidth()[0] >= 1.5
+
+
+def test_masked_cells_are_drawn_in_the_masked_colour():
+    from helpers.plotting import MASKED_COLOUR
+
+    mask = torch.tensor([[True, False, False], [True, True, False]])
+    ax = plot_attention(torch.rand(2, 3) * mask, mask=mask).axes[0]
+    overlay = np.asarray(ax.images[1].get_array())  # (n, m, 4): the grey drawn over the weights
+    np.testing.assert_array_equal(overlay[~mask.numpy()], np.tile(MASKED_COLOUR, (3, 1)))
+    assert (overlay[mask.numpy()] == 0).all(), "allowed cells stay transparent: their weight shows"
+    assert "#" + "".join(f"{round(255 * c):02x}" for c in MASKED_COLOUR[:3]) == "#d0d0d0", "the explorer's grey"

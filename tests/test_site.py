@@ -10,7 +10,11 @@ decoded, drives every interactive attention view (helpers/explorer.py), clicking
 checks that the page draws the weights stored in the notebook, and saves screenshots of the index, of
 notebook 01's page and of each page's first view. Another browser test measures the prose at 1920x1080, a
 projector's screen: about 80-100 characters a line in markdown cells, while code and diagrams may be wider
-(a diagram is drawn at its own width), and the navigation reads as links.
+(a diagram is drawn at its own width), and the navigation reads as links. Projector mode
+(scripts/site_template/) is switched on and off on two pages of the first browser test, with the nav's button, and
+from the address (#projector) on the page of the second: prose about 28 px and code about 22 px, no code or output
+box that scrolls sideways, figures not shrunk, the choice remembered. Every page lists its sections and links back
+to the list from each.
 """
 
 from __future__ import annotations
@@ -138,6 +142,44 @@ def test_page_is_offline_and_complete(site: Path, notebook: Path):
             assert _resolves(path, href, site), f"{path.name} links {href}, which is not in the site"
 
 
+def _ids(page: str) -> set[str]:
+    return {html.unescape(i) for i in re.findall(r'\sid="([^"]*)"', page)}
+
+
+def _sections(page: str) -> list[str]:
+    """The ids of a built page's second-level headings (the notebook's ``## `` sections)."""
+    return [html.unescape(i) for i in re.findall(r'<h2 id="([^"]+)">', page)]
+
+
+def test_every_page_lists_its_sections_and_links_back(site: Path):
+    """Each page with two or more sections lists every one of them, in order, after its title (site-toc), each
+    section's heading links back to that list, and every link within a page resolves to an id on it. The index lists
+    each notebook's own sections, not the ones every notebook ends with, and its links resolve to ids on the pages."""
+    index = (site / "index.html").read_text()
+    boilerplate = re.compile(r"^(Summary|Exercises\b.*|What('s| comes) next)$")
+    listed_in_index = 0
+    for notebook in NOTEBOOKS:
+        path = _page(site, notebook)
+        page = path.read_text()
+        sections, ids = _sections(page), _ids(page)
+        for href in re.findall(r'href="#([^"]*)"', page):
+            assert html.unescape(href) in ids, f"{path.name} links #{href}, which is no id on the page"
+        if len(sections) >= 2:
+            toc = re.search(r'<nav class="site-toc" id="site-contents"[^>]*>(.*?)</nav>', page, re.S)
+            assert toc, f"{path.name}: {len(sections)} sections and no contents list"
+            listed = [html.unescape(h) for h in re.findall(r'<a href="#([^"]*)"', toc.group(1))]
+            assert listed == sections, f"{path.name}: the contents list {listed} is not the sections {sections}"
+            assert page.index("site-toc") > page.index("<h1"), f"{path.name}: the contents list is above the title"
+            for section in re.findall(r"<h2 id=.*?</h2>", page, re.S):
+                assert 'class="site-top" href="#site-contents"' in section, f"{path.name}: no link back in {section}"
+        href = path.relative_to(site).as_posix()
+        for anchor, text in re.findall(rf'<a href="{re.escape(href)}#([^"]*)">(.*?)</a>', index, re.S):
+            assert html.unescape(anchor) in sections, f"the index links {href}#{anchor}, which is no section there"
+            assert not boilerplate.match(re.sub(r"<[^>]+>", "", html.unescape(text)).strip()), (href, text)
+            listed_in_index += 1
+    assert listed_in_index > 3 * len(NOTEBOOKS), f"the index lists only {listed_in_index} sections"
+
+
 # In the page: wait (at most 30 s) for MathJax 3 to finish, then count what it made. Every math item
 # must have become an <mjx-container>, none may be a TeX error, and no "$...$" may be left as text.
 MATHJAX_JS = """() => Promise.race([
@@ -160,6 +202,64 @@ MATHJAX_JS = """() => Promise.race([
         };
     })])"""
 IMAGES_JS = """() => Array.from(document.images).map(i => ({src: i.src.slice(0, 60), width: i.naturalWidth}))"""
+
+
+# In the page: what projector mode (scripts/site_template/) changes. Font sizes of prose, code and printed output,
+# every code or output box and the page itself wider than its box (a sideways scroll), figures drawn narrower than
+# their natural size where the column has the room, the toggle's state and what localStorage remembers.
+PROJECTOR_JS = """() => {
+    const sizes = selector => Array.from(document.querySelectorAll(selector)).filter(e => e.textContent.trim())
+        .map(e => parseFloat(getComputedStyle(e).fontSize));
+    const range = values => [Math.min(...values), Math.max(...values)];
+    const scrolling = Array.from(document.querySelectorAll(
+            ".jp-InputArea-editor, .jp-InputArea pre, .jp-OutputArea-output, .jp-OutputArea-output pre"))
+        .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => `${e.className}: ${e.textContent.slice(0, 60)}`);
+    const small = Array.from(document.querySelectorAll(".jp-OutputArea-output img, .jp-RenderedMarkdown img"))
+        .filter(i => i.getBoundingClientRect().width < Math.min(i.naturalWidth, i.parentElement.clientWidth) - 1)
+        .map(i => `${i.naturalWidth} px drawn ${i.getBoundingClientRect().width} px`);
+    return {on: document.documentElement.classList.contains("site-projector"),
+            pressed: Array.from(document.querySelectorAll(".site-projector-toggle")).map(b => b.getAttribute("aria-pressed")),
+            stored: localStorage.getItem("attention-site-projector"),
+            prose: range(sizes(".jp-MarkdownCell .jp-RenderedMarkdown p")), code: range(sizes(".jp-InputArea pre")),
+            output: range(sizes(".jp-OutputArea-output pre")), scrolling, small,
+            pageWidth: document.documentElement.scrollWidth, screen: window.innerWidth};
+}"""
+
+
+def _check_projector_mode(page, name: str) -> str:
+    """Switch a loaded page to projector mode with the nav's button at 1920x1080, measure it, switch back."""
+    viewport = page.viewport_size
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    try:
+        before = page.evaluate(PROJECTOR_JS)
+        assert not before["on"] and before["prose"][1] < 20, f"{name} did not open in reading mode: {before}"
+        page.locator(".site-projector-toggle").first.click()
+        on = page.evaluate(PROJECTOR_JS)
+        page.locator(".site-projector-toggle").last.click()
+        off = page.evaluate(PROJECTOR_JS)
+    finally:
+        page.set_viewport_size(viewport)
+    assert on["on"] and set(on["pressed"]) == {"true"} and on["stored"] == "on", f"{name}: the toggle: {on}"
+    assert 26 <= on["prose"][0] and on["prose"][1] <= 30, f"{name}: projector prose {on['prose']} px, not about 28"
+    assert 20 <= min(on["code"][0], on["output"][0]) and max(on["code"][1], on["output"][1]) <= 24, (
+        f"{name}: projector code {on['code']} px and output {on['output']} px, not about 22"
+    )
+    assert not on["scrolling"], f"{name}: code or output scrolls sideways in projector mode: {on['scrolling']}"
+    assert on["pageWidth"] <= on["screen"], f"{name}: the page scrolls sideways in projector mode: {on}"
+    assert not on["small"], f"{name}: figures shrunk in projector mode: {on['small']}"
+    assert not off["on"] and off["stored"] == "off" and off["prose"] == before["prose"], (
+        f"{name}: switching back: {off}"
+    )
+    return (
+        f"- {name}, projector mode at 1920x1080: prose {on['prose'][0]:.0f} px, code {on['code'][0]:.0f} px, "
+        f"output {on['output'][0]:.0f} px (reading mode: {before['prose'][0]:.0f}, {before['code'][0]:.0f}, "
+        f"{before['output'][0]:.0f}); no sideways scroll"
+    )
+
+
+# The pages on which the Chromium test below switches projector mode on and off: at 200% browser zoom their code
+# scrolled sideways most (16 and 14 cells).
+PROJECTED = ("07_", "10_")
 
 
 def _stored_views(notebook: Path) -> list[dict]:
@@ -242,6 +342,8 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
                     views.first.scroll_into_view_if_needed()
                     REPORT_DIR.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(REPORT_DIR / f"site-{path.stem}-explorer.png"))
+                if notebook and notebook.parent.name == "notebooks" and notebook.name.startswith(PROJECTED):
+                    summary.append(_check_projector_mode(page, path.name))
                 page.close()
         finally:
             browser.close()
@@ -310,6 +412,12 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
             REPORT_DIR.mkdir(parents=True, exist_ok=True)
             page.locator(".jp-MarkdownCell .jp-RenderedMarkdown p").nth(3).scroll_into_view_if_needed()
             page.screenshot(path=str(REPORT_DIR / f"site-{notebook.stem}-1920x1080.png"))
+            # projector mode from the address (#projector), on the same page: no reload
+            page.evaluate("location.hash = 'projector'")
+            page.wait_for_function("document.documentElement.classList.contains('site-projector')")
+            projected = page.evaluate(MEASURE_JS) | page.evaluate(PROJECTOR_JS)
+            page.locator(".jp-MarkdownCell .jp-RenderedMarkdown img").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(REPORT_DIR / f"site-{notebook.stem}-projector-1920x1080.png"))
         finally:
             browser.close()
     assert len(found["measures"]) >= 3, f"{notebook.name}: too few long paragraphs to measure: {found}"
@@ -330,4 +438,13 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
         for a in found["nav"]
     ), found["nav"]
     assert abs(found["navWidth"] - min(found["body"], 1500)) < 40, (found["navWidth"], found["body"])
+    # projector mode (#projector): prose about 28 px at the same measure, code about 22 px, nothing scrolls sideways,
+    # diagrams at least their natural size, and the choice remembered
+    assert projected["stored"] == "on" and set(projected["pressed"]) == {"true"}, projected
+    assert 26 <= projected["prose"][0] and projected["prose"][1] <= 30, projected["prose"]
+    assert 20 <= projected["code"][0] and projected["code"][1] <= 24, projected["code"]
+    assert all(50 <= m["characters"] <= 100 for m in projected["measures"]), projected["measures"]
+    assert not projected["scrolling"] and projected["pageWidth"] <= 1920, projected
+    for diagram in projected["diagrams"]:
+        assert diagram["shown"] >= diagram["natural"] - 1, f"diagram shrunk in projector mode: {diagram}"
     assert not network, f"the page asked for the network: {network}"

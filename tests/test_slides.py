@@ -10,9 +10,10 @@ reveal.js started, MathJax typeset every equation, a figure is on screen, and th
 opens with the notes. The other steps through every slide of every deck at 1920x1080, as a projector
 shows them, and fails on a slide whose content overflows the slide, a code or output box that hides
 lines (a scroll box) or is too wide (a horizontal scroll bar), content under the navigation arrows or the
-slide number, a figure smaller than MIN_FIGURE_SHARE of the slide's height, or code and text smaller on
-screen than MIN_CODE_PX and MIN_TEXT_PX; it saves a screenshot of a slide with a figure and one with code
-per deck in build/browser/ and prints the measured sizes. The last test builds a deck of a small notebook made
+slide number, a figure smaller than MIN_FIGURE_SHARE of the slide's height, printed output with no words on
+its slide (no heading, text or caption), or code and text smaller on screen than MIN_CODE_PX and MIN_TEXT_PX;
+it saves a screenshot of a slide with a figure and one with code per deck in build/browser/ and prints the
+measured sizes. The last test builds a deck of a small notebook made
 on the spot with two interactive attention views (helpers/explorer.py) and checks, at 1920x1080, that each fills
 its slide without overflow and draws the right weights when clicked, without moving the slides.
 """
@@ -311,6 +312,12 @@ STEP_THROUGH_JS = """([minFigureShare]) => {
         }
         const words = onSlide.filter(el => el.matches(".jp-MarkdownCell"))
             .reduce((n, el) => n + (el.innerText.match(/\\S+/g) || []).length, 0);
+        // printed output with no words on the slide (no heading, text or caption), no code and no figure: the back
+        // row cannot tell what it is (scripts/build_slides.py gives such a slide a caption)
+        const printed = onSlide.some(el => el.matches(".jp-OutputArea-output pre") && el.textContent.trim());
+        const drawn = onSlide.some(el => el.matches('img[src^="data:image/png"], .attn-x'));
+        const typed = onSlide.some(el => el.matches(".jp-InputArea pre") && el.textContent.trim());
+        if (printed && !words && !drawn && !typed) problems.push("printed output with no caption, heading or text");
         records.push({name: `${h + 1}.${(v || 0) + 1}`, h, v: v || 0, problems, figures, words,
                       code: code === Infinity ? null : code, text: text === Infinity ? null : text,
                       output: output === Infinity ? null : output,

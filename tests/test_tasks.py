@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers.encoder import positional_encoding
-from helpers.tasks import PAD, TASKS, TinyTransformer, make_batch, reverse_targets
+from helpers.tasks import PAD_ID, TASKS, TinyTransformer, make_batch, reverse_targets
 
 
 def test_reverse_targets_with_padding():
@@ -22,8 +22,8 @@ def test_reverse_targets_with_padding():
         length = int(batch.lengths[b])
         assert 2 <= length <= 7
         assert batch.tokens[b, :length].tolist() == batch.targets[b, :length].flip(0).tolist()
-        assert (batch.tokens[b, length:] == PAD).all() and (batch.targets[b, length:] == PAD).all()
-        assert (batch.tokens[b, :length] != PAD).all()
+        assert (batch.tokens[b, length:] == PAD_ID).all() and (batch.targets[b, length:] == PAD_ID).all()
+        assert (batch.tokens[b, :length] != PAD_ID).all()
         assert batch.mask[b, 0].tolist() == [True] * length + [False] * (7 - length)
 
 
@@ -40,7 +40,7 @@ def test_sort_max_and_count_targets():
                 "count": [seq.count(t) for t in seq],
             }[task]
             assert batch.targets[b, :length].tolist() == expected, (task, seq)
-            assert (batch.targets[b, length:] == PAD).all()
+            assert (batch.targets[b, length:] == PAD_ID).all()
 
 
 def test_same_generator_seed_same_batch():
@@ -101,7 +101,7 @@ def test_tiny_model_learns_reverse():
     for _ in range(150):
         batch = make_batch("reverse", 64, seq_len, vocab, generator=g)
         logits, _ = model(batch.tokens, batch.mask)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), batch.targets.reshape(-1), ignore_index=PAD)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), batch.targets.reshape(-1), ignore_index=PAD_ID)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -122,10 +122,10 @@ def test_tiny_model_learns_reverse():
 
 
 def test_reverse_targets_itself_fills_padding_with_pad():
-    """Called directly (make_batch writes PAD over padded targets again, which would hide a bug here)."""
+    """Called directly (make_batch writes PAD_ID over padded targets again, which would hide a bug here)."""
     tokens = torch.tensor([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12, 13, 14, 15], [3, 3, 3, 3, 3]])
     lengths = torch.tensor([5, 3, 1, 0])
-    expected = [[5, 4, 3, 2, 1], [8, 7, 6, PAD, PAD], [11, PAD, PAD, PAD, PAD], [PAD] * 5]
+    expected = [[5, 4, 3, 2, 1], [8, 7, 6, PAD_ID, PAD_ID], [11, PAD_ID, PAD_ID, PAD_ID, PAD_ID], [PAD_ID] * 5]
     assert reverse_targets(tokens, lengths).tolist() == expected
     assert reverse_targets(tokens, [5, 3, 1, 0]).tolist() == expected
 
@@ -141,7 +141,7 @@ def test_tiny_model_scales_the_embedding_by_sqrt_d_model_before_adding_positions
     logits, _ = model(tokens)
     expected_input = model.embedding.weight[tokens] * math.sqrt(d_model) + positional_encoding(12, d_model)[:5]
     torch.testing.assert_close(seen[0], expected_input)
-    expected_logits = model.output(model.encoder(expected_input)[0])
+    expected_logits = model.projection(model.encoder(expected_input)[0])
     torch.testing.assert_close(logits, expected_logits)
 
 
@@ -153,4 +153,4 @@ def test_tiny_model_passes_its_settings_to_the_encoder(norm_first):
     assert (model.encoder.norm is not None) == norm_first
     assert model.encoder.layers[0].self_attn.num_heads == 4
     assert model.encoder.layers[0].feed_forward.linear1.out_features == 24
-    assert model.output.out_features == 7 and model.embedding.num_embeddings == 10
+    assert model.projection.out_features == 7 and model.embedding.num_embeddings == 10

@@ -44,7 +44,7 @@ several times stores the same outputs on every Run All (each starts a fresh kern
 
 The package: :mod:`helpers.exercises._core` holds the shared machinery (fresh inputs, the time limit,
 :class:`Verdict`, the diagnoses of differences, the hints in tiers and the attempt counts, :func:`solution`,
-:func:`reset_attempts`); ``nb01`` ... ``nb11`` hold each notebook's checkers, their cases, classic mistakes and
+:func:`reset_attempts`); ``nb01`` ... ``nb12`` hold each notebook's checkers, their cases, classic mistakes and
 hints (``nb03`` the checkers of exercises 03.x); this module re-exports the public names.
 """
 
@@ -65,6 +65,7 @@ from helpers.exercises.nb07 import check_reverse_targets
 from helpers.exercises.nb09 import check_decoder_block, check_shift_right
 from helpers.exercises.nb10 import check_length_penalty, check_rate
 from helpers.exercises.nb11 import check_cached_attention, check_grouped_attention, check_online_softmax_update
+from helpers.exercises.nb12 import check_mean_pooling
 
 __all__ = [
     "TIME_LIMIT_S",
@@ -78,6 +79,7 @@ __all__ = [
     "check_grouped_attention",
     "check_length_penalty",
     "check_masked_attention",
+    "check_mean_pooling",
     "check_multi_head_attention",
     "check_online_softmax_update",
     "check_padding_mask",

@@ -35,6 +35,39 @@ def _padding_variant(lengths, max_len, *, invert=False, off_by_one=False, flat=F
     return mask.unsqueeze(-1) if last else mask.unsqueeze(1)
 
 
+PADDING_MASK_MISTAKES = [
+    _Mistake(
+        "mask inverted",
+        lambda lengths, m: _padding_variant(lengths, m, invert=True),
+        "the mask is True at the padding: in this series True means 'may attend' (that inverted meaning is "
+        "nn.MultiheadAttention's key_padding_mask).",
+    ),
+    _Mistake(
+        "mask inverted",
+        lambda lengths, m: _padding_variant(lengths, m, greater=True),
+        "the comparison points the wrong way, j > length: the mask is True at the padding (and misses j = "
+        "length). Key j is real, True = may attend, when j < length.",
+    ),
+    _Mistake(
+        "off by one",
+        lambda lengths, m: _padding_variant(lengths, m, off_by_one=True),
+        "position j is real when j < length, not j <= length (positions start at 0).",
+    ),
+    _Mistake(
+        "no query axis",
+        lambda lengths, m: _padding_variant(lengths, m, flat=True),
+        "the values are right but the shape is (B, m); add the query axis with .unsqueeze(1) so the mask "
+        "broadcasts against scores of shape (B, n, m).",
+    ),
+    _Mistake(
+        "query axis last",
+        lambda lengths, m: _padding_variant(lengths, m, last=True),
+        "the values are right but the new axis is last, (B, m, 1): it must be in the middle, (B, 1, m), so the "
+        "mask is the same for every query and varies over the keys. Use .unsqueeze(1).",
+    ),
+]
+
+
 _LIST_ERROR = _ErrorHint(
     "lengths is a list",
     lambda error: isinstance(error, (TypeError, AttributeError)) and "list" in str(error),
@@ -56,8 +89,8 @@ _PADDING_MASK_HINTS = _hints(
     "02.1",
     "key j of sequence b is real when j < lengths[b] (positions start at 0). Compare a row of positions "
     "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
-    "middle. `lengths` is a Python list: make it a tensor first, torch.as_tensor(lengths). To see a difference, "
-    "print your mask for lengths [2, 0] and max_len 3: row 0 is True, True, False and row 1 all False.",
+    "middle. `lengths` is a Python list: make it a tensor before you compare it with the positions. To see a "
+    "difference, print your mask for lengths [2, 0] and max_len 3: row 0 is True, True, False and row 1 all False.",
     "the pieces: torch.arange(max_len), a row (max_len,); torch.as_tensor(lengths)[:, None], a column (B, 1); a "
     "comparison of the two broadcasts to (B, max_len) (which comparison is the exercise); .unsqueeze(1) then "
     "gives (B, 1, max_len).",
@@ -76,43 +109,12 @@ def check_padding_mask(make_padding_mask: Callable) -> Verdict:
         _Case("lengths [3, 1, 4], max_len 4", ([3, 1, 4], 4)),
         _Case("lengths [2, 5, 0], max_len 6", ([2, 5, 0], 6)),
     ]
-    mistakes = [
-        _Mistake(
-            "mask inverted",
-            lambda lengths, m: _padding_variant(lengths, m, invert=True),
-            "the mask is True at the padding: in this series True means 'may attend' (that inverted meaning is "
-            "nn.MultiheadAttention's key_padding_mask).",
-        ),
-        _Mistake(
-            "mask inverted",
-            lambda lengths, m: _padding_variant(lengths, m, greater=True),
-            "the comparison points the wrong way, j > length: the mask is True at the padding (and misses j = "
-            "length). Key j is real, True = may attend, when j < length.",
-        ),
-        _Mistake(
-            "off by one",
-            lambda lengths, m: _padding_variant(lengths, m, off_by_one=True),
-            "position j is real when j < length, not j <= length (positions start at 0).",
-        ),
-        _Mistake(
-            "no query axis",
-            lambda lengths, m: _padding_variant(lengths, m, flat=True),
-            "the values are right but the shape is (B, m); add the query axis with .unsqueeze(1) so the mask "
-            "broadcasts against scores of shape (B, n, m).",
-        ),
-        _Mistake(
-            "query axis last",
-            lambda lengths, m: _padding_variant(lengths, m, last=True),
-            "the values are right but the new axis is last, (B, m, 1): it must be in the middle, (B, 1, m), so the "
-            "mask is the same for every query and varies over the keys. Use .unsqueeze(1).",
-        ),
-    ]
     return _check(
         "Exercise 02.1 padding mask",
         make_padding_mask,
         padding_mask,
         cases,
-        mistakes,
+        PADDING_MASK_MISTAKES,
         _PADDING_MASK_HINTS,
         error_hints=(_LIST_ERROR, _LENGTHS_ROW_ERROR),
         inputs=("lengths", "max_len"),

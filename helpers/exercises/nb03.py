@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from helpers import attention  # the references of 03.1 and 03.2: attention.split_heads, attention.combine_heads
 from helpers.attention import MultiHeadAttention
 from helpers.exercises._core import (
     FAILED,
@@ -25,11 +27,6 @@ from helpers.exercises._core import (
     _run,
     _short,
 )
-
-
-def _split_reference(x, num_heads):
-    B, n, d_model = x.shape
-    return x.view(B, n, num_heads, d_model // num_heads).transpose(1, 2)  # (B, h, n, d_k)
 
 
 def _split_without_transpose(x, num_heads):
@@ -111,7 +108,7 @@ def check_split_heads(split_heads: Callable) -> Verdict:
     return _check(
         "Exercise 03.1 split heads",
         split_heads,
-        _split_reference,
+        attention.split_heads,  # the reference is the helper (the parameter split_heads is the reader's)
         cases,
         SPLIT_MISTAKES,
         _SPLIT_HINTS,
@@ -119,9 +116,60 @@ def check_split_heads(split_heads: Callable) -> Verdict:
     )
 
 
-def _combine_reference(x):
-    B, h, n, d_k = x.shape
-    return x.transpose(1, 2).reshape(B, n, h * d_k)
+COMBINE_MISTAKES = [
+    _Mistake(
+        "view without transpose",
+        lambda x: x.reshape(x.shape[0], x.shape[2], -1),
+        "reshaped (B, h, n, d_k) straight to (B, n, h*d_k) without moving the head axis: positions and "
+        "heads get mixed. Transpose to (B, n, h, d_k) first.",
+    ),
+    _Mistake(
+        "heads in the wrong order",
+        lambda x: attention.combine_heads(x.flip(1)),
+        "the heads are concatenated in reverse order: head 0 must fill features 0 .. d_k - 1.",
+    ),
+    _Mistake(
+        "features interleaved",
+        lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
+        "the heads' features are interleaved (feature-major) instead of concatenated head after head: "
+        "permute(0, 2, 3, 1) gives (B, n, d_k, h), with the heads last, so merging the last two axes takes "
+        "feature 0 of every head first. transpose(1, 2) gives (B, n, h, d_k), which then flattens in the right "
+        "order.",
+    ),
+    *(
+        _Mistake(
+            "transposed the wrong axes",
+            wrong,
+            "transpose(2, 3) swapped positions and features inside each head, giving (B, h, d_k, n): the heads "
+            "stay at axis 1 and the positions end last, so merging mixes positions. Swap axes 1 and 2, "
+            ".transpose(1, 2), for (B, n, h, d_k), then merge the last two.",
+        )
+        for wrong in (
+            lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1),
+            lambda x: x.transpose(2, 3).flatten(2),
+            lambda x: x.transpose(2, 3),
+        )
+    ),
+    _Mistake(
+        "features interleaved",
+        lambda x: x.permute(0, 2, 3, 1),
+        "permute(0, 2, 3, 1) gives (B, n, d_k, h): the positions are back at axis 1, but the heads end last, "
+        "behind the features. Use transpose(1, 2) for (B, n, h, d_k), then merge the last two axes, "
+        ".flatten(2).",
+    ),
+    _Mistake(
+        "flatten without transpose",
+        lambda x: x.flatten(2),
+        "the last two axes of (B, h, n, d_k) were merged, giving (B, h, n*d_k): the head axis must first move "
+        "behind the positions, .transpose(1, 2) to (B, n, h, d_k), and then .flatten(2) merges h and d_k.",
+    ),
+    _Mistake(
+        "not merged",
+        lambda x: x.transpose(1, 2),
+        "the axes are in the right order, (B, n, h, d_k), but h and d_k are not merged yet: .flatten(2) (or "
+        ".reshape(B, n, h * d_k)).",
+    ),
+]
 
 
 _COMBINE_HINTS = _hints(
@@ -144,73 +192,27 @@ def check_combine_heads(combine_heads: Callable) -> Verdict:
         _Case("B=2, 2 heads, n=3, d_k=4", (torch.randn(2, 2, 3, 4, generator=g),)),
         _Case("B=1, 3 heads, n=5, d_k=2", (torch.randn(1, 3, 5, 2, generator=g),)),
     ]
-    mistakes = [
-        _Mistake(
-            "view without transpose",
-            lambda x: x.reshape(x.shape[0], x.shape[2], -1),
-            "reshaped (B, h, n, d_k) straight to (B, n, h*d_k) without moving the head axis: positions and "
-            "heads get mixed. Transpose to (B, n, h, d_k) first.",
-        ),
-        _Mistake(
-            "heads in the wrong order",
-            lambda x: _combine_reference(x.flip(1)),
-            "the heads are concatenated in reverse order: head 0 must fill features 0 .. d_k - 1.",
-        ),
-        _Mistake(
-            "features interleaved",
-            lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
-            "the heads' features are interleaved (feature-major) instead of concatenated head after head: "
-            "permute(0, 2, 3, 1) gives (B, n, d_k, h), with the heads last, so merging the last two axes takes "
-            "feature 0 of every head first. transpose(1, 2) gives (B, n, h, d_k), which then flattens in the right "
-            "order.",
-        ),
-        *(
-            _Mistake(
-                "transposed the wrong axes",
-                wrong,
-                "transpose(2, 3) swapped positions and features inside each head, giving (B, h, d_k, n): the heads "
-                "stay at axis 1 and the positions end last, so merging mixes positions. Swap axes 1 and 2, "
-                ".transpose(1, 2), for (B, n, h, d_k), then merge the last two.",
-            )
-            for wrong in (
-                lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], -1),
-                lambda x: x.transpose(2, 3).flatten(2),
-                lambda x: x.transpose(2, 3),
-            )
-        ),
-        _Mistake(
-            "features interleaved",
-            lambda x: x.permute(0, 2, 3, 1),
-            "permute(0, 2, 3, 1) gives (B, n, d_k, h): the positions are back at axis 1, but the heads end last, "
-            "behind the features. Use transpose(1, 2) for (B, n, h, d_k), then merge the last two axes, "
-            ".flatten(2).",
-        ),
-        _Mistake(
-            "flatten without transpose",
-            lambda x: x.flatten(2),
-            "the last two axes of (B, h, n, d_k) were merged, giving (B, h, n*d_k): the head axis must first move "
-            "behind the positions, .transpose(1, 2) to (B, n, h, d_k), and then .flatten(2) merges h and d_k.",
-        ),
-        _Mistake(
-            "not merged",
-            lambda x: x.transpose(1, 2),
-            "the axes are in the right order, (B, n, h, d_k), but h and d_k are not merged yet: .flatten(2) (or "
-            ".reshape(B, n, h * d_k)).",
-        ),
-    ]
     return _check(
         "Exercise 03.2 combine heads",
         combine_heads,
-        _combine_reference,
+        attention.combine_heads,  # the reference is the helper (the parameter combine_heads is the reader's)
         cases,
-        mistakes,
+        COMBINE_MISTAKES,
         _COMBINE_HINTS,
         inputs=("x",),
     )
 
 
+@functools.cache
+def _mha_reference() -> MultiHeadAttention:
+    """The checker's reference, MultiHeadAttention(12, 3) with seeded weights (the same on every call; never
+    trained or changed, so one instance serves every attempt and every mistake)."""
+    with torch.random.fork_rng():  # leave the reader's random state alone
+        torch.manual_seed(8)
+        return MultiHeadAttention(12, 3)
+
+
 def _mha_variant(
-    reference: MultiHeadAttention,
     *,
     scale_d_model=False,
     no_transpose=False,
@@ -219,9 +221,10 @@ def _mha_variant(
     value_for_key=False,
     mean_weights=False,
 ):
-    """A deliberately wrong copy of ``reference``'s forward pass (self- or cross-attention)."""
+    """A deliberately wrong copy of the reference's forward pass (self- or cross-attention)."""
 
     def forward(query, key, value):
+        reference = _mha_reference()
         B, n, d_model = query.shape
         m, h, d_k = key.shape[1], reference.num_heads, reference.d_k
 
@@ -240,6 +243,49 @@ def _mha_variant(
         return (out if no_w_o else reference.w_o(out)), (weights.mean(1) if mean_weights else weights)
 
     return forward
+
+
+MHA_MISTAKES = [
+    _Mistake(
+        "outputs swapped",
+        lambda query, key, value: _mha_reference()(query, key, value)[::-1],
+        "the two results are returned in the wrong order: return (output, weights).",
+    ),
+    _Mistake(
+        "scaled by sqrt(d_model)",
+        _mha_variant(scale_d_model=True),
+        "scores divided by sqrt(d_model) instead of sqrt(d_k) of each head: the weights come out too flat.",
+    ),
+    _Mistake(
+        "view without transpose",
+        _mha_variant(no_transpose=True),
+        "heads split with view/reshape straight to (B, h, n, d_k), no transpose: the output shape is right but "
+        "each head mixes positions.",
+    ),
+    _Mistake(
+        "no output projection",
+        _mha_variant(no_w_o=True),
+        "the heads are concatenated but w_o is never applied: W^O (§3.2.2) projects the concatenation, "
+        "return self.w_o(concat), weights.",
+    ),
+    _Mistake(
+        "values projected from the keys",
+        _mha_variant(key_for_value=True),
+        "the values are computed from `key` (self.w_v(key)): in cross-attention key and value are different "
+        "tensors; project the values from `value`.",
+    ),
+    _Mistake(
+        "keys projected from the values",
+        _mha_variant(value_for_key=True),
+        "the keys are computed from `value` (self.w_k(value)): in cross-attention key and value are different "
+        "tensors; project the keys from `key`.",
+    ),
+    _Mistake(
+        "weights averaged over heads",
+        _mha_variant(mean_weights=True),
+        "the weights are averaged over the heads, (B, n, m): return one weight matrix per head, (B, h, n, m).",
+    ),
+]
 
 
 _LAYERS = ("w_q", "w_k", "w_v", "w_o")
@@ -310,9 +356,7 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     is off) and compares it on self-attention and on cross-attention with different key and value tensors. An
     instance passed instead of the class is accepted (a copy of it is checked)."""
     exercise = "Exercise 03.3 multi-head attention"
-    with torch.random.fork_rng():  # leave the reader's random state alone
-        torch.manual_seed(8)
-        reference = MultiHeadAttention(12, 3)
+    reference = _mha_reference()
     notes: list[str] = []
     if isinstance(module_class, nn.Module):
         try:
@@ -383,54 +427,13 @@ def check_multi_head_attention(module_class: type) -> Verdict:
         _Case("self-attention, B=2, n=4", (x, x, x)),
         _Case("cross-attention, n=4, m=6", (x, memory, value), error_hints=(cross_error,)),
     ]
-    mistakes = [
-        _Mistake(
-            "outputs swapped",
-            lambda query, key, value: reference(query, key, value)[::-1],
-            "the two results are returned in the wrong order: return (output, weights).",
-        ),
-        _Mistake(
-            "scaled by sqrt(d_model)",
-            _mha_variant(reference, scale_d_model=True),
-            "scores divided by sqrt(d_model) instead of sqrt(d_k) of each head: the weights come out too flat.",
-        ),
-        _Mistake(
-            "view without transpose",
-            _mha_variant(reference, no_transpose=True),
-            "heads split with view/reshape straight to (B, h, n, d_k), no transpose: the output shape is right but "
-            "each head mixes positions.",
-        ),
-        _Mistake(
-            "no output projection",
-            _mha_variant(reference, no_w_o=True),
-            "the heads are concatenated but w_o is never applied: W^O (§3.2.2) projects the concatenation, "
-            "return self.w_o(concat), weights.",
-        ),
-        _Mistake(
-            "values projected from the keys",
-            _mha_variant(reference, key_for_value=True),
-            "the values are computed from `key` (self.w_v(key)): in cross-attention key and value are different "
-            "tensors; project the values from `value`.",
-        ),
-        _Mistake(
-            "keys projected from the values",
-            _mha_variant(reference, value_for_key=True),
-            "the keys are computed from `value` (self.w_k(value)): in cross-attention key and value are different "
-            "tensors; project the keys from `key`.",
-        ),
-        _Mistake(
-            "weights averaged over heads",
-            _mha_variant(reference, mean_weights=True),
-            "the weights are averaged over the heads, (B, n, m): return one weight matrix per head, (B, h, n, m).",
-        ),
-    ]
     with torch.no_grad():
         return _check(
             exercise,
             answer,
             reference,
             cases,
-            mistakes,
+            MHA_MISTAKES,
             _MHA_HINTS,
             names=("output", "weights"),
             notes=tuple(notes),

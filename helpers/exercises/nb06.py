@@ -153,20 +153,27 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
     return mistakes
 
 
+POST_NORM_MISTAKES = _block_mistakes(False, _post_norm)
+PRE_NORM_MISTAKES = _block_mistakes(True, _pre_norm)
+
 _POST_NORM_HINTS = _hints(
     "06.1",
-    "§3.1: each sub-layer is wrapped as LayerNorm(x + Sublayer(x)): add the sub-layer's input to its output "
-    "(the residual), then normalise the sum. Attention (with the mask) and norm1 first, then the "
-    "feed-forward network and norm2.",
+    "§3.1: the output of each sub-layer is LayerNorm(x + Sublayer(x)): the sub-layer's input is added to its "
+    "output (the residual) and then the sum is normalised. Self-attention, with the mask, goes with norm1 and "
+    "comes first; the feed-forward network reads its result and goes with norm2. To see a difference, print "
+    "your output for a padded case next to the helper block's (section 4 compares them): a difference at the "
+    "real positions only points at the attention sub-layer, one everywhere at a norm or a residual.",
     "one line per sub-layer, each normalising a sum: attention(x, mask) with norm1, then feed_forward with norm2; "
     "the second line reads the result of the first, not the block's input.",
     "x = norm1(x + attention(x, mask))\nreturn norm2(x + feed_forward(x))",
 )
 _PRE_NORM_HINTS = _hints(
     "06.2",
-    "pre-norm (section 5): normalise each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)). The "
-    "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 "
-    "before the feed-forward network; the block ends with the second sum, no norm after it.",
+    "pre-norm (section 5) normalises each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)), so the "
+    "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 before "
+    "the feed-forward network, and nothing normalises the block's output. To see a difference, print the "
+    "standard deviation of each position of your output: after a final norm every position has about the "
+    "same one, and pre-norm's output keeps the spread of its input.",
     "one line per sub-layer, each adding to x: the attention reads norm1 of x (with the mask), the feed-forward "
     "network norm2 of the new x; no norm is applied to the sums.",
     "x = x + attention(norm1(x), mask)\nreturn x + feed_forward(norm2(x))",
@@ -195,7 +202,10 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
         _Case("B=2, n=5, no mask", (torch.randn(2, 5, 16, generator=g), None, *parts)),
         _Case("B=2, n=5, padding mask", (torch.randn(2, 5, 16, generator=g), padding_mask([5, 3], 5), *parts)),
     ]
-    reference = _pre_norm if norm_first else _post_norm
+
+    def reference(x, mask, *_parts):  # the helper itself; the cases hand the answer copies of this block's parts
+        return block(x, mask)[0]
+
     name = "Exercise 06.2 pre-norm block" if norm_first else "Exercise 06.1 post-norm block"
     with torch.no_grad():
         return _check(
@@ -203,7 +213,7 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
             encoder_block,
             reference,
             cases,
-            _block_mistakes(norm_first, reference),
+            PRE_NORM_MISTAKES if norm_first else POST_NORM_MISTAKES,
             _PRE_NORM_HINTS if norm_first else _POST_NORM_HINTS,
             inputs=("x", "mask", "attention", "feed_forward", "norm1", "norm2"),
         )

@@ -26,7 +26,7 @@ def _reverse_variant(tokens, lengths, *, shift=0, pad=True):
     positions = torch.arange(tokens.shape[1])
     source = (lengths[:, None] - 1 - positions + shift).clamp(0, tokens.shape[1] - 1)
     targets = tokens.gather(1, source)
-    return targets.masked_fill(positions >= lengths[:, None], tasks.PAD) if pad else targets
+    return targets.masked_fill(positions >= lengths[:, None], tasks.PAD_ID) if pad else targets
 
 
 OFF_BY_ONE_REVERSE = (
@@ -42,11 +42,35 @@ def _out_of_row(error: BaseException) -> bool:
     return isinstance(error, IndexError) or "out of bounds" in text or "out of range" in text
 
 
+REVERSE_TARGETS_MISTAKES = [
+    _Mistake(
+        "whole row flipped",
+        lambda t, lengths: t.flip(1),
+        "the whole padded row is flipped, so the padding moves to the front and every real token lands "
+        "n - len places too far right. Reverse each sequence within its own length: position i takes "
+        "token len - 1 - i.",
+    ),
+    _Mistake(
+        "padding not PAD",
+        lambda t, lengths: _reverse_variant(t, lengths, pad=False),
+        "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
+    ),
+    *(
+        _Mistake(
+            "off by one",
+            lambda t, lengths, s=s: _reverse_variant(t, lengths, shift=s),
+            "an off-by-one in the source index: " + OFF_BY_ONE_REVERSE,
+        )
+        for s in (1, -1)
+    ),
+]
+
 _REVERSE_HINTS = _hints(
     "07.1",
-    "reverse each row within its own length (flipping the whole row is right only without padding): find, for "
-    "every position, the index of the token it takes, read the tokens at those indices, then overwrite the "
-    "padded positions with PAD.",
+    "each sequence is reversed within its own length, not the whole padded row: in a row with len real tokens, "
+    "position i takes the token at position len - 1 - i, and the padded positions (i >= len) hold the padding id 0 "
+    "so that the loss can skip them. To see a difference, print your targets under the tokens for a padded row: "
+    "tokens 3 5 7 0 0 (len 3) must give 7 5 3 0 0, not 0 0 7 5 3.",
     "position i of row b reads token len_b - 1 - i: a (B, n) tensor of indices from a column of lengths and a "
     "row of positions; tokens.gather(1, indices) reads them once the negative indices at the padding are clamped "
     "to 0; masked_fill then writes PAD where i >= len_b.",
@@ -96,34 +120,12 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
             error_hints=(negative_at_the_padding, off_by_one),
         ),
     ]
-    mistakes = [
-        _Mistake(
-            "whole row flipped",
-            lambda t, lengths: t.flip(1),
-            "the whole padded row is flipped, so the padding moves to the front and every real token lands "
-            "n - len places too far right. Reverse each sequence within its own length: position i takes "
-            "token len - 1 - i.",
-        ),
-        _Mistake(
-            "padding not PAD",
-            lambda t, lengths: _reverse_variant(t, lengths, pad=False),
-            "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
-        ),
-        *(
-            _Mistake(
-                "off by one",
-                lambda t, lengths, s=s: _reverse_variant(t, lengths, shift=s),
-                "an off-by-one in the source index: " + OFF_BY_ONE_REVERSE,
-            )
-            for s in (1, -1)
-        ),
-    ]
     return _check(
         "Exercise 07.1 reverse targets",
         reverse_targets,
         tasks.reverse_targets,
         cases,
-        mistakes,
+        REVERSE_TARGETS_MISTAKES,
         _REVERSE_HINTS,
         inputs=("tokens", "lengths"),
     )

@@ -73,67 +73,68 @@ _SHIFTED_LEFT = (
 )
 
 
-def _shift_mistakes() -> list[_Mistake]:
-    return [
-        *(
-            _Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
-            for how in ("left", "left, bos last", "rolled left, bos first", "rolled left", "rolled left flattened")
-        ),
-        _Mistake(
-            "rolled",
-            lambda t, b: _shift_variant(t, b, how="roll"),
-            "torch.roll moves the last token (<eos> or <pad>) to the front instead of inserting <bos>: put bos_id "
-            "first and drop the last position.",
-        ),
-        _Mistake(
-            "rolled",
-            lambda t, b: _shift_variant(t, b, how="roll flattened"),
-            "torch.roll(targets, 1) without dims rolls the flattened tensor, so position 0 of each row gets the "
-            "last token of the row before (and no <bos>). Give the axis, dims=1, and then write bos_id into "
-            "position 0; or build the result with torch.cat: <bos> first, then targets[:, :-1].",
-        ),
-        _Mistake(
-            "first token overwritten",
-            lambda t, b: _shift_variant(t, b, how="overwrite"),
-            "bos_id overwrites the first target token, and nothing moves: every other position then sees the token "
-            "it must predict. Insert <bos> in front and drop the *last* position.",
-        ),
-        _Mistake(
-            "last position kept",
-            lambda t, b: _shift_variant(t, b, how="longer"),
-            "the result is one position longer than the targets: <bos> goes in front, and the last position must go, "
-            "so that the decoder's input and the targets have the same length n.",
-        ),
-        _Mistake(
-            "no <bos>",
-            lambda t, b: _shift_variant(t, b, how="no bos"),
-            "position 0 holds 0 (<pad>) instead of bos_id: the decoder's first input is the begin-of-sequence token.",
-        ),
-        _Mistake(
-            "bos hard-coded",
-            lambda t, b: _shift_variant(t, b, how="bos 1"),
-            "position 0 holds 1 whatever bos_id is: use the bos_id argument.",
-        ),
-        _Mistake(
-            "result equals the targets",
-            lambda t, b: _shift_variant(t, b, how="identity"),
-            "the result equals the targets: each position would see the token it must predict. After putting "
-            "<bos> in front, drop the *last* position, not the first.",
-        ),
-        _Mistake(
-            "<eos> replaced by <pad>",
-            lambda t, b: _shift_variant(t, b, how="no eos"),
-            "`<eos>` replaced by `<pad>` (0): the shift moves every token as it is. Only the last position is "
-            "dropped; the <eos> of a shorter sequence stays in the input.",
-        ),
-    ]
+SHIFT_MISTAKES = [
+    *(
+        _Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
+        for how in ("left", "left, bos last", "rolled left, bos first", "rolled left", "rolled left flattened")
+    ),
+    _Mistake(
+        "rolled",
+        lambda t, b: _shift_variant(t, b, how="roll"),
+        "torch.roll moves the last token (<eos> or <pad>) to the front instead of inserting <bos>: put bos_id "
+        "first and drop the last position.",
+    ),
+    _Mistake(
+        "rolled",
+        lambda t, b: _shift_variant(t, b, how="roll flattened"),
+        "torch.roll(targets, 1) without dims rolls the flattened tensor, so position 0 of each row gets the "
+        "last token of the row before (and no <bos>). Give the axis, dims=1, and then write bos_id into "
+        "position 0; or build the result with torch.cat: <bos> first, then targets[:, :-1].",
+    ),
+    _Mistake(
+        "first token overwritten",
+        lambda t, b: _shift_variant(t, b, how="overwrite"),
+        "bos_id overwrites the first target token, and nothing moves: every other position then sees the token "
+        "it must predict. Insert <bos> in front and drop the *last* position.",
+    ),
+    _Mistake(
+        "last position kept",
+        lambda t, b: _shift_variant(t, b, how="longer"),
+        "the result is one position longer than the targets: <bos> goes in front, and the last position must go, "
+        "so that the decoder's input and the targets have the same length n.",
+    ),
+    _Mistake(
+        "no <bos>",
+        lambda t, b: _shift_variant(t, b, how="no bos"),
+        "position 0 holds 0 (<pad>) instead of bos_id: the decoder's first input is the begin-of-sequence token.",
+    ),
+    _Mistake(
+        "bos hard-coded",
+        lambda t, b: _shift_variant(t, b, how="bos 1"),
+        "position 0 holds 1 whatever bos_id is: use the bos_id argument.",
+    ),
+    _Mistake(
+        "result equals the targets",
+        lambda t, b: _shift_variant(t, b, how="identity"),
+        "the result equals the targets: each position would see the token it must predict. After putting "
+        "<bos> in front, drop the *last* position, not the first.",
+    ),
+    _Mistake(
+        "<eos> replaced by <pad>",
+        lambda t, b: _shift_variant(t, b, how="no eos"),
+        "`<eos>` replaced by `<pad>` (0): the shift moves every token as it is. Only the last position is "
+        "dropped; the <eos> of a shorter sequence stays in the input.",
+    ),
+]
 
 
 _SHIFT_HINTS = _hints(
     "09.1",
     "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
     "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
-    "into position 0, and which target position no longer fits?",
+    "into position 0, and which target position no longer fits? The shift runs along the positions axis of "
+    "every row, never across rows. To see a difference, print your input above the targets for one row: read "
+    "diagonally, each target token must reappear one position to its right, behind bos_id.",
     "join two pieces along the positions, torch.cat(..., dim=1): a (B, 1) column of bos_id with the targets' "
     "dtype (torch.full_like), and the targets with one position dropped (which one, the first or the last?).",
     "bos = torch.full_like(targets[:, :1], bos_id)  # (B, 1), the targets' dtype\n"
@@ -151,7 +152,7 @@ def check_shift_right(shift_right: Callable) -> Verdict:
         shift_right,
         transformer.shift_right,
         _shift_cases(),
-        _shift_mistakes(),
+        SHIFT_MISTAKES,
         _SHIFT_HINTS,
         inputs=("targets", "bos_id"),
         in_place_why="the loss would then compare predictions with shifted tokens. Build a new tensor (e.g. torch.cat).",
@@ -228,16 +229,22 @@ def _shape_text(*dims) -> str:
     return "(" + ", ".join(str(d) for d in dims) + ")"
 
 
-def _decoder_cases() -> list[_Case]:
-    """Two cases, each with the parts of one ``DecoderBlock(16, 4, 32)`` in ``eval()`` mode, its three LayerNorms
-    given distinct random gains and biases (so that swapping two shows)."""
+def _decoder_block() -> DecoderBlock:
+    """The checker's ``DecoderBlock(16, 4, 32)`` in ``eval()`` mode, its three LayerNorms given distinct random gains
+    and biases (so that swapping two shows)."""
     with torch.random.fork_rng():  # leave the reader's random state alone
         torch.manual_seed(14)
         block = DecoderBlock(16, 4, 32).eval()
-        with torch.no_grad():  # distinct gains and biases, so swapping two norms shows
+        with torch.no_grad():
             for norm in (block.norm1, block.norm2, block.norm3):
                 norm.weight.uniform_(0.5, 1.5)
                 norm.bias.normal_(0.0, 0.5)
+    return block
+
+
+def _decoder_cases(block: DecoderBlock | None = None) -> list[_Case]:
+    """Two cases, each with the parts of ``block`` (by default :func:`_decoder_block`)."""
+    block = _decoder_block() if block is None else block
     parts = (_SelfAttention(block.self_attn), _CrossAttention(block.cross_attn), block.feed_forward)
     parts = (*parts, block.norm1, block.norm2, block.norm3)
     g = _generator(15)
@@ -299,98 +306,101 @@ def _norms_diagnosis(norms: tuple[int, ...]) -> str:
     )
 
 
-def _decoder_mistakes() -> list[_Mistake]:
-    v = _decoder_block_variant
-    mistakes = [
+DECODER_MISTAKES = [
+    _Mistake(
+        "cross-attention first",
+        lambda *a: _decoder_block_variant(*a, order="cross"),
+        "the cross-attention comes before the self-attention: §3.1 inserts the third sub-layer between the "
+        "masked self-attention and the feed-forward network (self, cross, FFN, with norm1, norm2, norm3).",
+    ),
+    _Mistake(
+        "pre-norm",
+        lambda *a: _decoder_block_variant(*a, pre=True),
+        "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's decoder is post-norm, "
+        "LayerNorm(x + Sublayer(x)) (§3.1).",
+    ),
+    _Mistake(
+        "causal mask ignored",
+        lambda *a: _decoder_block_variant(*a, masks=(False, True)),
+        "self_mask is not passed to the self-attention, so every target position sees the tokens after it: "
+        "self_attention(x, self_mask).",
+    ),
+    _Mistake(
+        "memory mask ignored",
+        lambda *a: _decoder_block_variant(*a, masks=(True, False)),
+        "memory_mask is not passed to the cross-attention, so padded source tokens receive attention: "
+        "cross_attention(x, memory, memory_mask).",
+    ),
+    _Mistake(
+        "both masks ignored",
+        lambda *a: _decoder_block_variant(*a, masks=(False, False)),
+        "neither mask is passed on: every target position sees the tokens after it, and padded source tokens "
+        "receive attention. self_attention(x, self_mask), then cross_attention(x, memory, memory_mask).",
+    ),
+    _Mistake(
+        "causal mask transposed",
+        lambda *a: _decoder_block_variant(*a, transposed=True),
+        "the causal mask is transposed (self_mask.T, or triu in place of tril): each target position sees the "
+        "positions after it and none before. Pass self_mask as it is: row i, a query, may attend to the keys "
+        "j <= i, the lower triangle.",
+    ),
+    _Mistake(
+        "cross-attention reads the block's input",
+        lambda *a: _decoder_block_variant(*a, stale=True),
+        "the cross-attention's queries are the block's input x, not the output of the first sub-layer: each "
+        "sub-layer reads the (normalised) result of the one before it.",
+    ),
+    _Mistake(
+        "no residual",
+        lambda *a: _decoder_block_variant(*a, residual=False),
+        "the residual connections are missing: each sub-layer's input must be added back before the norm, "
+        "LayerNorm(x + Sublayer(x)).",
+    ),
+    *(
         _Mistake(
-            "cross-attention first",
-            lambda *a: v(*a, order="cross"),
-            "the cross-attention comes before the self-attention: §3.1 inserts the third sub-layer between the "
-            "masked self-attention and the feed-forward network (self, cross, FFN, with norm1, norm2, norm3).",
-        ),
+            "masks inverted",
+            lambda *a, inverted=inverted: _decoder_block_variant(*a, inverted=inverted),
+            "the masks are inverted: the series' masks mean True = may attend; `~mask` is PyTorch's convention "
+            "(section 4). Pass self_mask and memory_mask as they are.",
+        )
+        for inverted in ((True, True), (True, False), (False, True))
+    ),
+    _Mistake(
+        "no norm3",
+        lambda *a: _decoder_block_variant(*a, last_norm=False),
+        "the feed-forward sub-layer needs its Add & Norm too: norm3(x + feed_forward(x)).",
+    ),
+    _Mistake(
+        "residual added after the norm",
+        lambda *a: _decoder_block_variant(*a, residual="after"),
+        "the residual is added after the norm, LayerNorm(Sublayer(x)) + x; the paper's post-norm block adds "
+        "first and normalises the sum, LayerNorm(x + Sublayer(x)) (§3.1).",
+    ),
+    _Mistake(
+        "residuals from the block's input",
+        lambda *a: _decoder_block_variant(*a, residual="input"),
+        "every residual adds the block's input x; each sub-layer must add back its own input, the output of "
+        "the sub-layer before it: x = norm1(x + ...), then x = norm2(x + ...) with the new x, and so on.",
+    ),
+    *(  # every other assignment of the three norms to the three sub-layers, a norm used twice included
         _Mistake(
-            "pre-norm",
-            lambda *a: v(*a, pre=True),
-            "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's decoder is post-norm, "
-            "LayerNorm(x + Sublayer(x)) (§3.1).",
-        ),
-        _Mistake(
-            "causal mask ignored",
-            lambda *a: v(*a, masks=(False, True)),
-            "self_mask is not passed to the self-attention, so every target position sees the tokens after it: "
-            "self_attention(x, self_mask).",
-        ),
-        _Mistake(
-            "memory mask ignored",
-            lambda *a: v(*a, masks=(True, False)),
-            "memory_mask is not passed to the cross-attention, so padded source tokens receive attention: "
-            "cross_attention(x, memory, memory_mask).",
-        ),
-        _Mistake(
-            "both masks ignored",
-            lambda *a: v(*a, masks=(False, False)),
-            "neither mask is passed on: every target position sees the tokens after it, and padded source tokens "
-            "receive attention. self_attention(x, self_mask), then cross_attention(x, memory, memory_mask).",
-        ),
-        _Mistake(
-            "causal mask transposed",
-            lambda *a: v(*a, transposed=True),
-            "the causal mask is transposed (self_mask.T, or triu in place of tril): each target position sees the "
-            "positions after it and none before. Pass self_mask as it is: row i, a query, may attend to the keys "
-            "j <= i, the lower triangle.",
-        ),
-        _Mistake(
-            "cross-attention reads the block's input",
-            lambda *a: v(*a, stale=True),
-            "the cross-attention's queries are the block's input x, not the output of the first sub-layer: each "
-            "sub-layer reads the (normalised) result of the one before it.",
-        ),
-        _Mistake(
-            "no residual",
-            lambda *a: v(*a, residual=False),
-            "the residual connections are missing: each sub-layer's input must be added back before the norm, "
-            "LayerNorm(x + Sublayer(x)).",
-        ),
-        *(
-            _Mistake(
-                "masks inverted",
-                lambda *a, inverted=inverted: v(*a, inverted=inverted),
-                "the masks are inverted: the series' masks mean True = may attend; `~mask` is PyTorch's convention "
-                "(section 4). Pass self_mask and memory_mask as they are.",
-            )
-            for inverted in ((True, True), (True, False), (False, True))
-        ),
-        _Mistake(
-            "no norm3",
-            lambda *a: v(*a, last_norm=False),
-            "the feed-forward sub-layer needs its Add & Norm too: norm3(x + feed_forward(x)).",
-        ),
-        _Mistake(
-            "residual added after the norm",
-            lambda *a: v(*a, residual="after"),
-            "the residual is added after the norm, LayerNorm(Sublayer(x)) + x; the paper's post-norm block adds "
-            "first and normalises the sum, LayerNorm(x + Sublayer(x)) (§3.1).",
-        ),
-        _Mistake(
-            "residuals from the block's input",
-            lambda *a: v(*a, residual="input"),
-            "every residual adds the block's input x; each sub-layer must add back its own input, the output of "
-            "the sub-layer before it: x = norm1(x + ...), then x = norm2(x + ...) with the new x, and so on.",
-        ),
-        *(  # every other assignment of the three norms to the three sub-layers, a norm used twice included
-            _Mistake("norms swapped", lambda *a, norms=norms: v(*a, norms=norms), _norms_diagnosis(norms))
-            for norms in itertools.product(range(3), repeat=3)
-            if norms != (0, 1, 2)
-        ),
-    ]
-    return mistakes
+            "norms swapped", lambda *a, norms=norms: _decoder_block_variant(*a, norms=norms), _norms_diagnosis(norms)
+        )
+        for norms in itertools.product(range(3), repeat=3)
+        if norms != (0, 1, 2)
+    ),
+]
 
 
 _DECODER_HINTS = _hints(
     "09.2",
-    "§3.1: three sub-layers, each wrapped as LayerNorm(x + Sublayer(x)): masked self-attention over x "
-    "(with self_mask) and norm1; then cross-attention with queries from the decoder and keys and values "
-    "from memory (with memory_mask) and norm2; then the feed-forward network and norm3.",
+    "§3.1 and Figure 1: the decoder layer is the encoder layer of 06.1 with a third sub-layer in the middle, "
+    "each of the three wrapped as LayerNorm(x + Sublayer(x)). Ask of each sub-layer which tensor gives its "
+    "queries and which its keys and values, which mask belongs to it (the causal one hides later target "
+    "positions, the padding one the padded source tokens), and which norm closes it. Each sub-layer reads the "
+    "result of the one before. To see a difference, hand your function the parts of a DecoderBlock in eval() "
+    "mode (section 4 builds one) and print, position by position, the largest difference from the block's own "
+    "output: a difference only at the padded source's sentence points at the cross-attention's mask.",
     "the post-norm encoder block of 06.1 with a third line between its two: self_attention(x, self_mask) with "
     "norm1; cross_attention(queries, keys_and_values, memory_mask), the queries from the decoder's x and the keys "
     "and values from memory, with norm2; feed_forward with norm3. Each line reads the x of the line before.",
@@ -408,13 +418,18 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
     norm3) -> (B, n, d_model)`` with ``self_attention(x, mask)`` and ``cross_attention(queries, keys_and_values,
     mask)`` returning multi-head attention's output (from a ``DecoderBlock`` in ``eval()`` mode).
     """
+    block = _decoder_block()
+
+    def reference(x, memory, self_mask, src_mask, *_parts):  # the helper itself; the cases hand out its parts
+        return block(x, memory, self_mask, src_mask)[0]
+
     with torch.no_grad():
         return _check(
             "Exercise 09.2 decoder block",
             decoder_block,
-            _decoder_block_variant,
-            _decoder_cases(),
-            _decoder_mistakes(),
+            reference,
+            _decoder_cases(block),
+            DECODER_MISTAKES,
             _DECODER_HINTS,
             inputs=(
                 "x",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 
+from helpers import training
+from helpers.decoding import length_penalty
 from helpers.exercises._core import (
     Verdict,
     _answer_codes,
@@ -68,59 +71,71 @@ def _rate_cases() -> list[_Case]:
     ]
 
 
-def _rate_mistakes() -> list[_Mistake]:
-    """The classic mistakes of Eq. 3, in units of the peak rate (as the checker compares)."""
-    mistakes = [
-        _Mistake(
-            "max for min",
-            lambda s, d, w: _rate_variant(s, d, w, how="max"),
-            "max takes the larger of the two terms, so the rate starts at its largest and never warms up: Eq. 3 takes "
-            "the smaller one, min(step^-0.5, step * warmup_steps^-1.5).",
-        ),
-        _Mistake(
-            "no d_model factor",
-            lambda s, d, w: _rate_variant(s, d, w, how="no d_model"),
-            "the shape is right but the scale is not: Eq. 3 multiplies by d_model^-0.5.",
-        ),
-        _Mistake(
-            "d_model^+0.5",
-            lambda s, d, w: _rate_variant(s, d, w, how="sqrt d_model"),
-            "the rate is multiplied by sqrt(d_model) instead of divided: the factor is d_model^-0.5, smaller for wider "
-            "models.",
-        ),
-        _Mistake(
-            "warm-up exponent",
-            lambda s, d, w: _rate_variant(s, d, w, how="warmup exponent"),
-            "the warm-up term uses warmup_steps^-0.5: it is step * warmup_steps^-1.5, so that both terms meet at "
-            "step = warmup_steps.",
-        ),
-        _Mistake(
-            "no warm-up",
-            lambda s, d, w: _rate_variant(s, d, w, how="no warm-up"),
-            "only the decay term is there: during the first warmup_steps steps the rate must grow linearly, "
-            "step * warmup_steps^-1.5.",
-        ),
-        _Mistake(
-            "steps from 0",
-            lambda s, d, w: _rate_variant(s, d, w, how="from 0"),
-            "the steps are shifted by one: the steps you are given count from 1 already (LambdaLR's shift is "
-            "outside this function).",
-        ),
-        _Mistake(
-            "steps + 1",
-            lambda s, d, w: _rate_variant(s, d, w, how="one ahead"),
-            "the steps are shifted by one, one step ahead: step 1 gets the rate of step 2, twice too large, and the "
-            "peak comes at step warmup_steps - 1. The steps you are given are already the step numbers, counting "
-            "from 1 (LambdaLR's shift from 0 is outside this function): use them as they are.",
-        ),
-    ]
-    return [_Mistake(m.key, _in_peak_units(m.wrong), m.diagnosis) for m in mistakes]
+def _helper_rate(steps, d_model, warmup_steps):
+    """The reference: ``helpers.training.rate`` (Eq. 3 for one step) at every step of the tensor."""
+    return torch.tensor(
+        [training.rate(int(step), d_model, warmup_steps) for step in steps.tolist()], dtype=torch.float64
+    )
+
+
+def _rate_mistake(key: str, how: str, diagnosis: str) -> _Mistake:
+    """A classic mistake of Eq. 3, in units of the peak rate (as the checker compares)."""
+    return _Mistake(key, _in_peak_units(functools.partial(_rate_variant, how=how)), diagnosis)
+
+
+RATE_MISTAKES = [
+    _rate_mistake(
+        "max for min",
+        "max",
+        "max takes the larger of the two terms, so the rate starts at its largest and never warms up: Eq. 3 takes "
+        "the smaller one, min(step^-0.5, step * warmup_steps^-1.5).",
+    ),
+    _rate_mistake(
+        "no d_model factor",
+        "no d_model",
+        "the shape is right but the scale is not: Eq. 3 multiplies by d_model^-0.5.",
+    ),
+    _rate_mistake(
+        "d_model^+0.5",
+        "sqrt d_model",
+        "the rate is multiplied by sqrt(d_model) instead of divided: the factor is d_model^-0.5, smaller for wider "
+        "models.",
+    ),
+    _rate_mistake(
+        "warm-up exponent",
+        "warmup exponent",
+        "the warm-up term uses warmup_steps^-0.5: it is step * warmup_steps^-1.5, so that both terms meet at "
+        "step = warmup_steps.",
+    ),
+    _rate_mistake(
+        "no warm-up",
+        "no warm-up",
+        "only the decay term is there: during the first warmup_steps steps the rate must grow linearly, "
+        "step * warmup_steps^-1.5.",
+    ),
+    _rate_mistake(
+        "steps from 0",
+        "from 0",
+        "the steps are shifted by one: the steps you are given count from 1 already (LambdaLR's shift is "
+        "outside this function).",
+    ),
+    _rate_mistake(
+        "steps + 1",
+        "one ahead",
+        "the steps are shifted by one, one step ahead: step 1 gets the rate of step 2, twice too large, and the "
+        "peak comes at step warmup_steps - 1. The steps you are given are already the step numbers, counting "
+        "from 1 (LambdaLR's shift from 0 is outside this function): use them as they are.",
+    ),
+]
 
 
 _RATE_HINTS = _hints(
     "10.1",
     "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
-    "square root that decays after it, both scaled by one factor that depends on the model's width.",
+    "square root that decays after it, both scaled by one factor that depends on the model's width. The steps "
+    "you are given already count from 1. To see a difference, print your rate at step 1, at warmup_steps and "
+    "at 4 x warmup_steps: the middle one is the peak, (d_model x warmup_steps)^-1/2, the first is "
+    "warmup_steps times smaller, and the last half the peak.",
     "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
     "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
     "return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)  # Eq. 3, step by step",
@@ -136,9 +151,9 @@ def check_rate(rate: Callable) -> Verdict:
     return _check(
         "Exercise 10.1 the learning rate of Eq. 3",
         _in_peak_units(rate) if callable(rate) else rate,
-        _in_peak_units(_rate_variant),
+        _in_peak_units(_helper_rate),
         _rate_cases(),
-        _rate_mistakes(),
+        RATE_MISTAKES,
         _RATE_HINTS,
         codes=_answer_codes(rate) if callable(rate) else set(),
         notes=(
@@ -180,54 +195,60 @@ def _score_cases() -> list[_Case]:
     ]
 
 
-def _score_mistakes() -> list[_Mistake]:
-    mistakes = [
-        _Mistake(
-            "no penalty",
-            lambda s, n, a: _score_variant(s, n, a, how="none"),
-            "the scores are the plain sums of log-probabilities: divide each by lp(Y) = ((5 + |Y|) / 6) ** alpha.",
-        ),
-        _Mistake(
-            "multiplied",
-            lambda s, n, a: _score_variant(s, n, a, how="times"),
-            "the sums are multiplied by "
-            "lp(Y): divide instead, so that longer hypotheses' (more negative) sums shrink towards 0.",
-        ),
-        _Mistake(
-            "<eos> not counted",
-            lambda s, n, a: _score_variant(s, n, a, how="no eos"),
-            "|Y| is one too small: the lengths you are given already count every generated token, <eos> included.",
-        ),
-        _Mistake(
-            "alpha ignored",
-            lambda s, n, a: _score_variant(s, n, a, how="no alpha"),
-            "the penalty is not raised to the power alpha: lp(Y) = ((5 + |Y|) / 6) ** alpha.",
-        ),
-        _Mistake(
-            "mean log p",
-            lambda s, n, a: _score_variant(s, n, a, how="mean"),
-            "dividing by the length gives "
-            "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
-        ),
-        _Mistake(
-            "length ** alpha",
-            lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
-            "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
-        ),
-        _Mistake(
-            "precedence",
-            lambda s, n, a: _score_variant(s, n, a, how="precedence"),
-            "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
-            "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
-        ),
-    ]
-    return mistakes
+def _helper_scores(sum_log_p, lengths, alpha):
+    """The reference: each sum divided by ``helpers.decoding.length_penalty`` of its length."""
+    penalties = [length_penalty(int(length), alpha) for length in lengths.tolist()]
+    return sum_log_p / torch.tensor(penalties, dtype=sum_log_p.dtype)
+
+
+SCORE_MISTAKES = [
+    _Mistake(
+        "no penalty",
+        lambda s, n, a: _score_variant(s, n, a, how="none"),
+        "the scores are the plain sums of log-probabilities: divide each by lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "multiplied",
+        lambda s, n, a: _score_variant(s, n, a, how="times"),
+        "the sums are multiplied by "
+        "lp(Y): divide instead, so that longer hypotheses' (more negative) sums shrink towards 0.",
+    ),
+    _Mistake(
+        "<eos> not counted",
+        lambda s, n, a: _score_variant(s, n, a, how="no eos"),
+        "|Y| is one too small: the lengths you are given already count every generated token, <eos> included.",
+    ),
+    _Mistake(
+        "alpha ignored",
+        lambda s, n, a: _score_variant(s, n, a, how="no alpha"),
+        "the penalty is not raised to the power alpha: lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "mean log p",
+        lambda s, n, a: _score_variant(s, n, a, how="mean"),
+        "dividing by the length gives "
+        "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "length ** alpha",
+        lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
+        "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "precedence",
+        lambda s, n, a: _score_variant(s, n, a, how="precedence"),
+        "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
+        "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
+    ),
+]
 
 
 _SCORE_HINTS = _hints(
     "10.2",
     "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
-    "number of generated tokens (Wu et al., 2016): how does it use the length, the constant 5 and alpha?",
+    "number of generated tokens, <eos> included (Wu et al., 2016): how does it use the length, the constants "
+    "5 and 6, and alpha? To see a difference, print your scores for alpha = 0 (they must equal the sums) and "
+    "for one token (the penalty of a one-token hypothesis is 1 for every alpha).",
     "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
     "and where alpha goes in GNMT's formula.",
     "lp = ((5 + lengths) / 6) ** alpha  # GNMT's length penalty; |Y| counts <eos>\nreturn sum_log_p / lp",
@@ -240,9 +261,9 @@ def check_length_penalty(score: Callable) -> Verdict:
     return _check(
         "Exercise 10.2 the length penalty",
         score,
-        _score_variant,
+        _helper_scores,
         _score_cases(),
-        _score_mistakes(),
+        SCORE_MISTAKES,
         _SCORE_HINTS,
         inputs=("sum_log_p", "lengths", "alpha"),
     )

@@ -134,97 +134,99 @@ _MINUS_INF_NAN = (
 )
 
 
-def _online_mistakes() -> list[_Mistake]:
-    def mistake(key: str, diagnosis: str, guarded: bool = True, **how) -> list[_Mistake]:
-        """The mistake as written with the -inf guard, and as written without it (then NaN on a masked row too);
-        ``guarded=False`` where the guard makes no difference."""
-        first = _Mistake(key, _folded(functools.partial(_online_variant, **how)), diagnosis)
-        if not guarded:
-            return [first]
-        naive = _folded(functools.partial(_online_variant, safe=False, **how))
-        return [first, _Mistake(key, naive, f"{diagnosis} Also, {_MINUS_INF_NAN}")]
+def _online_mistake(key: str, diagnosis: str, guarded: bool = True, **how) -> list[_Mistake]:
+    """The mistake as written with the -inf guard, and as written without it (then NaN on a masked row too);
+    ``guarded=False`` where the guard makes no difference."""
+    first = _Mistake(key, _folded(functools.partial(_online_variant, **how)), diagnosis)
+    if not guarded:
+        return [first]
+    naive = _folded(functools.partial(_online_variant, safe=False, **how))
+    return [first, _Mistake(key, naive, f"{diagnosis} Also, {_MINUS_INF_NAN}")]
 
-    return [
-        _Mistake(
-            "-inf - -inf gives NaN",
-            _folded(functools.partial(_online_variant, safe=False)),
-            _MINUS_INF_NAN,
-        ),
-        *mistake(
-            "old sum not rescaled",
-            "the old sum is added as it is: it was measured against the old max, so when the block brings a larger "
-            "max it must first be multiplied by exp(old_max - new_max), a factor of at most 1.",
-            old="kept",
-        ),
-        *mistake(
-            "rescaled the wrong way",
-            "the old sum is multiplied by exp(new_max - old_max), the inverse factor (>= 1): re-expressing terms "
-            "measured against the old max against the larger new max makes them smaller, exp(old_max - new_max). "
-            "(On a row that starts from max -inf the inverse factor is inf, and 0 * inf gives NaN.)",
-            guarded=False,
-            old="inverted",
-        ),
-        *mistake(
-            "old sum dropped",
-            "the new sum holds only the block's terms: the rows' earlier entries are lost. Carry the old sum over, "
-            "rescaled by exp(old_max - new_max), and add the block's terms to it.",
-            old="dropped",
-        ),
-        *mistake(
-            "block not shifted",
-            "the block's terms are exp(entry), not exp(entry - new_max): the sum is then no longer measured against "
-            "the max, and exp of a large entry overflows (exp(500) is inf in float32). Subtract the new max first, "
-            "so every term is at most 1.",
-            terms="unshifted",
-        ),
-        *mistake(
-            "shifted by the block's own max",
-            "the block's terms are measured against the block's own max; the running sum is measured against the "
-            "new max of the whole row so far (the larger of the old max and the block's), so both the rescaled old "
-            "sum and the block's terms must use that one.",
-            terms="block max",
-        ),
-        *mistake(
-            "raw entries summed",
-            "the block's entries are summed as they are: the normaliser is a sum of exponentials, exp(entry - "
-            "new_max), one per entry.",
-            terms="raw",
-        ),
-        *mistake(
-            "raw entries summed",
-            "the new sum is the plain sum of the block's entries: the normaliser is a sum of exponentials, "
-            "exp(entry - new_max), over every entry so far (the old sum, rescaled, plus the block's terms).",
-            guarded=False,
-            old="dropped",
-            terms="raw",
-        ),
-        *mistake(
-            "one max for all rows",
-            "the block's max is taken over the whole block, all rows together: each row has its own running max, so "
-            "take the max of each row of the block (over its last axis) and compare it with that row's running max.",
-            rows=False,
-        ),
-        *mistake(
-            "returned the old max",
-            "the max returned is the old one: return the new max, the one the new sum is measured against, so the "
-            "next block starts from it.",
-            returns="old max",
-        ),
-        _Mistake(
-            "masked row's max not -inf",
-            _folded(functools.partial(_online_variant, returns="stand-in max")),
-            "a row that has seen only -inf entries comes back with max 0: the 0 is only a stand-in to subtract inside "
-            "the update; the max you return stays -inf, so that the row reads (-inf, 0), nothing seen yet.",
-        ),
-    ]
+
+ONLINE_MISTAKES = [
+    _Mistake(
+        "-inf - -inf gives NaN",
+        _folded(functools.partial(_online_variant, safe=False)),
+        _MINUS_INF_NAN,
+    ),
+    *_online_mistake(
+        "old sum not rescaled",
+        "the old sum is added as it is: it was measured against the old max, so when the block brings a larger "
+        "max it must first be multiplied by exp(old_max - new_max), a factor of at most 1.",
+        old="kept",
+    ),
+    *_online_mistake(
+        "rescaled the wrong way",
+        "the old sum is multiplied by exp(new_max - old_max), the inverse factor (>= 1): re-expressing terms "
+        "measured against the old max against the larger new max makes them smaller, exp(old_max - new_max). "
+        "(On a row that starts from max -inf the inverse factor is inf, and 0 * inf gives NaN.)",
+        guarded=False,
+        old="inverted",
+    ),
+    *_online_mistake(
+        "old sum dropped",
+        "the new sum holds only the block's terms: the rows' earlier entries are lost. Carry the old sum over, "
+        "rescaled by exp(old_max - new_max), and add the block's terms to it.",
+        old="dropped",
+    ),
+    *_online_mistake(
+        "block not shifted",
+        "the block's terms are exp(entry), not exp(entry - new_max): the sum is then no longer measured against "
+        "the max, and exp of a large entry overflows (exp(500) is inf in float32). Subtract the new max first, "
+        "so every term is at most 1.",
+        terms="unshifted",
+    ),
+    *_online_mistake(
+        "shifted by the block's own max",
+        "the block's terms are measured against the block's own max; the running sum is measured against the "
+        "new max of the whole row so far (the larger of the old max and the block's), so both the rescaled old "
+        "sum and the block's terms must use that one.",
+        terms="block max",
+    ),
+    *_online_mistake(
+        "raw entries summed",
+        "the block's entries are summed as they are: the normaliser is a sum of exponentials, exp(entry - "
+        "new_max), one per entry.",
+        terms="raw",
+    ),
+    *_online_mistake(
+        "raw entries summed",
+        "the new sum is the plain sum of the block's entries: the normaliser is a sum of exponentials, "
+        "exp(entry - new_max), over every entry so far (the old sum, rescaled, plus the block's terms).",
+        guarded=False,
+        old="dropped",
+        terms="raw",
+    ),
+    *_online_mistake(
+        "one max for all rows",
+        "the block's max is taken over the whole block, all rows together: each row has its own running max, so "
+        "take the max of each row of the block (over its last axis) and compare it with that row's running max.",
+        rows=False,
+    ),
+    *_online_mistake(
+        "returned the old max",
+        "the max returned is the old one: return the new max, the one the new sum is measured against, so the "
+        "next block starts from it.",
+        returns="old max",
+    ),
+    _Mistake(
+        "masked row's max not -inf",
+        _folded(functools.partial(_online_variant, returns="stand-in max")),
+        "a row that has seen only -inf entries comes back with max 0: the 0 is only a stand-in to subtract inside "
+        "the update; the max you return stays -inf, so that the row reads (-inf, 0), nothing seen yet.",
+    ),
+]
 
 
 _ONLINE_HINTS = _hints(
     "11.1",
     "the softmax's normaliser of a row is the sum of exp(entry - max). When a block arrives, the max can only "
-    "grow: it becomes the larger of the old max and the block's largest entry. The old sum was measured against "
-    "the old max, so re-express it against the new one (a factor of at most 1) before adding the block's own "
-    "terms, measured against the new max too. A row that has seen only -inf entries (masked) stays (-inf, 0).",
+    "grow: it becomes the larger of the old max and the block's largest entry, row by row. The old sum was "
+    "measured against the old max, so re-express it against the new one (a factor of at most 1) before adding "
+    "the block's own terms, measured against the new max too. A row that has seen only -inf entries (masked) "
+    "stays (-inf, 0). To see a difference, fold section 2's row of eight numbers in blocks of three and print "
+    "max and sum after each block: they must match the printed 3.0 / 1.2174, 6.0 / 1.1963, 6.0 / 1.8211.",
     "the new max is torch.maximum of the running max and block.amax(dim=-1), (R,); the old sum's factor "
     "exp(running_max - new_max) and the block's terms exp(block - new_max[:, None]) (summed over the last axis) "
     "both need a finite stand-in where the new max is -inf (torch.where or masked_fill).",
@@ -248,7 +250,7 @@ def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
         _folded(fn) if callable(fn) else fn,
         _folded(efficient.online_softmax_update),
         _online_cases(),
-        _online_mistakes(),
+        ONLINE_MISTAKES,
         _ONLINE_HINTS,
         names=("new_max", "new_sum"),
         codes=_answer_codes(fn) if callable(fn) else set(),
@@ -368,89 +370,90 @@ _TOP_LEFT = (
 )
 
 
-def _cached_mistakes() -> list[_Mistake]:
-    v = _cached_variant
-    prepended = (
-        "the new keys and values are put in front of the cached ones. For a single new query the output is the same "
-        "(attention does not depend on the order of its keys), but the caches are out of time order, and with "
-        "several new queries the causal mask then hides the wrong keys. Append them at the end of the positions axis."
-    )
-    new_left_out = (
-        "the new queries attend only to the cached keys: each new position must also see the new keys up to and "
-        "including its own (a first step, with empty caches, would otherwise have nothing to attend to). Extend "
-        "the caches first, then attend over all of them."
-    )
-    return [
-        _Mistake("causal mask aligned top-left", lambda *a: v(*a, mask="top left"), _TOP_LEFT),
-        _Mistake(  # no mask for one new query (right), is_causal=True for a chunk (top left): wrong after a cache
-            "causal mask aligned top-left",
-            lambda *a: v(*a, mask="top left" if a[0].shape[-2] > 1 else None),
-            _TOP_LEFT,
-        ),
-        *(
-            _Mistake(
-                "own key excluded",
-                lambda *a, empty=empty: v(*a, mask="own key excluded", empty_rows=empty),
-                "each new query is kept from its own key: query i may attend to the t cached keys and the new ones "
-                "up to and including its own position, keys j <= t + i (causal_mask(n_new, past=t)), not only "
-                "j < t + i.",
-            )
-            for empty in ("uniform", "zero")
-        ),
+_PREPENDED = (
+    "the new keys and values are put in front of the cached ones. For a single new query the output is the same "
+    "(attention does not depend on the order of its keys), but the caches are out of time order, and with "
+    "several new queries the causal mask then hides the wrong keys. Append them at the end of the positions axis."
+)
+_NEW_LEFT_OUT = (
+    "the new queries attend only to the cached keys: each new position must also see the new keys up to and "
+    "including its own (a first step, with empty caches, would otherwise have nothing to attend to). Extend "
+    "the caches first, then attend over all of them."
+)
+
+CACHED_MISTAKES = [
+    _Mistake("causal mask aligned top-left", lambda *a: _cached_variant(*a, mask="top left"), _TOP_LEFT),
+    _Mistake(  # no mask for one new query (right), is_causal=True for a chunk (top left): wrong after a cache
+        "causal mask aligned top-left",
+        lambda *a: _cached_variant(*a, mask="top left" if a[0].shape[-2] > 1 else None),
+        _TOP_LEFT,
+    ),
+    *(
         _Mistake(
-            "causal mask one key ahead",
-            lambda *a: v(*a, mask="one key ahead"),
-            "the causal mask is off by one the other way: each new query also sees the key after its own (j <= t + "
-            "i + 1, as causal_mask(n_new, past=t + 1) or tril(diagonal=t + 1) give). Query i may see keys j <= t + i: "
-            "causal_mask(n_new, past=t), with t = cache_k.shape[-2] the cached positions.",
-        ),
-        *(
-            _Mistake(
-                "causal mask inverted",
-                lambda *a, empty=empty: v(*a, mask="inverted", empty_rows=empty),
-                "the mask is inverted, True where a key is hidden (nn.MultiheadAttention's attn_mask convention): "
-                "the series' masks, and a boolean attn_mask of F.scaled_dot_product_attention, mean True = may "
-                "attend. Pass causal_mask(n_new, past=t) as it is.",
-            )
-            for empty in ("uniform", "zero")
-        ),
+            "own key excluded",
+            lambda *a, empty=empty: _cached_variant(*a, mask="own key excluded", empty_rows=empty),
+            "each new query is kept from its own key: query i may attend to the t cached keys and the new ones "
+            "up to and including its own position, keys j <= t + i (causal_mask(n_new, past=t)), not only "
+            "j < t + i.",
+        )
+        for empty in ("uniform", "zero")
+    ),
+    _Mistake(
+        "causal mask one key ahead",
+        lambda *a: _cached_variant(*a, mask="one key ahead"),
+        "the causal mask is off by one the other way: each new query also sees the key after its own (j <= t + "
+        "i + 1, as causal_mask(n_new, past=t + 1) or tril(diagonal=t + 1) give). Query i may see keys j <= t + i: "
+        "causal_mask(n_new, past=t), with t = cache_k.shape[-2] the cached positions.",
+    ),
+    *(
         _Mistake(
-            "no causal mask",
-            lambda *a: v(*a, mask=None),
-            "no causal mask: with several new positions at once, each new query also sees the new positions after "
-            "it. Query i may see the t cached keys and the new keys up to and including its own position (keys "
-            "j <= t + i); with a single new query no mask is needed.",
-        ),
-        _Mistake("new keys left out", lambda *a: v(*a, attend_new=False), new_left_out),
-        _Mistake("new keys left out", lambda *a: v(*a, attend_new=False, caches="old"), new_left_out),
-        _Mistake("new keys prepended", lambda *a: v(*a, order="prepend"), prepended),
-        _Mistake("new keys prepended", lambda *a: v(*a, order="prepend", mask=None), prepended),
-        _Mistake(
-            "old caches returned",
-            lambda *a: v(*a, caches="old"),
-            "the output is right, but the caches returned are the ones you were given: return them extended by the "
-            "new keys and values, so that the next step sees these positions too.",
-        ),
-        _Mistake(
-            "caches swapped",
-            lambda *a: (lambda out, keys, values: (out, values, keys))(*v(*a)),
-            "the two caches come back in the wrong order: return (output, cache_k, cache_v), the keys first.",
-        ),
-        _Mistake(
-            "scaled by sqrt(d_v)",
-            lambda *a: v(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
-            "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
-        ),
-        _Mistake("no scaling", lambda *a: v(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
-    ]
+            "causal mask inverted",
+            lambda *a, empty=empty: _cached_variant(*a, mask="inverted", empty_rows=empty),
+            "the mask is inverted, True where a key is hidden (nn.MultiheadAttention's attn_mask convention): "
+            "the series' masks, and a boolean attn_mask of F.scaled_dot_product_attention, mean True = may "
+            "attend. Pass causal_mask(n_new, past=t) as it is.",
+        )
+        for empty in ("uniform", "zero")
+    ),
+    _Mistake(
+        "no causal mask",
+        lambda *a: _cached_variant(*a, mask=None),
+        "no causal mask: with several new positions at once, each new query also sees the new positions after "
+        "it. Query i may see the t cached keys and the new keys up to and including its own position (keys "
+        "j <= t + i); with a single new query no mask is needed.",
+    ),
+    _Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False), _NEW_LEFT_OUT),
+    _Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False, caches="old"), _NEW_LEFT_OUT),
+    _Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend"), _PREPENDED),
+    _Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend", mask=None), _PREPENDED),
+    _Mistake(
+        "old caches returned",
+        lambda *a: _cached_variant(*a, caches="old"),
+        "the output is right, but the caches returned are the ones you were given: return them extended by the "
+        "new keys and values, so that the next step sees these positions too.",
+    ),
+    _Mistake(
+        "caches swapped",
+        lambda *a: (lambda out, keys, values: (out, values, keys))(*_cached_variant(*a)),
+        "the two caches come back in the wrong order: return (output, cache_k, cache_v), the keys first.",
+    ),
+    _Mistake(
+        "scaled by sqrt(d_v)",
+        lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
+        "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
+    ),
+    _Mistake("no scaling", lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+]
 
 
 _CACHED_HINTS = _hints(
     "11.2",
     "the n_new new positions come after the t cached ones. Extend the cached keys and values with the new "
-    "ones, in time order, and let each new query attend (Eq. 1, §3.2.1) to every cached key and to the new keys "
-    "up to and including its own position, never to a later one. Return the output and the extended caches, "
-    "which the next step starts from.",
+    "ones, in time order, along the positions axis, and let each new query attend (Eq. 1, §3.2.1) to every "
+    "cached key and to the new keys up to and including its own position, never to a later one. Return the "
+    "output and the extended caches, which the next step starts from. To see a difference, print the mask you "
+    "use for 2 new queries after 3 cached positions: row 0 allows 4 keys, row 1 all 5 (section 6's "
+    "lower-right triangle).",
     "the caches grow along the positions axis, dim=-2, the cached positions first (torch.cat); the mask of n_new "
     "queries against t + n_new keys is (n_new, t + n_new) and aligned to the bottom right, causal_mask(n_new, "
     "past=t) from helpers.masks (is_causal=True aligns it to the top left).",
@@ -475,7 +478,7 @@ def check_cached_attention(cached_attention: Callable) -> Verdict:
         cached_attention,
         _cached_reference,
         _cached_cases(),
-        _cached_mistakes(),
+        CACHED_MISTAKES,
         _CACHED_HINTS,
         names=("output", "cache_k", "cache_v"),
         error_hints=(_CAT_AXIS_ERROR, _STACK_ERROR),
@@ -544,49 +547,49 @@ def _grouped_cases() -> list[_Case]:
     return cases
 
 
-def _grouped_mistakes() -> list[_Mistake]:
-    v = _grouped_variant
-    return [
-        _Mistake(
-            "key/value heads tiled",
-            lambda *a: v(*a, how="tiled"),
-            "the key/value heads are tiled (as .repeat does), so query head i uses key/value head i % h_kv: with "
-            "h=8 and h_kv=2, query heads 0, 2, 4, 6 share key/value head 0 and 1, 3, 5, 7 share head 1. The "
-            "groups are consecutive: query heads 0-3 use key/value head 0 and 4-7 head 1, i // (h // h_kv) "
-            "(each key/value head repeated next to itself, as repeat_interleave does).",
-        ),
-        _Mistake(
-            "only the first key/value head",
-            lambda *a: v(*a, how="first"),
-            "every query head uses key/value head 0: query head i uses key/value head i // (h // h_kv), so "
-            "each key/value head serves its own group of h // h_kv consecutive query heads.",
-        ),
-        _Mistake(
-            "key/value heads averaged",
-            lambda *a: v(*a, how="mean"),
-            "the key/value heads are averaged into one: they are not mixed, each serves its own group of "
-            "h // h_kv consecutive query heads (query head i uses key/value head i // (h // h_kv)).",
-        ),
-        _Mistake(
-            "scaled by sqrt(d_v)",
-            lambda *a: v(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
-            "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
-        ),
-        _Mistake("no scaling", lambda *a: v(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
-        _Mistake(
-            "softmax over queries",
-            lambda *a: v(*a, dim=-2),
-            "the softmax runs over the query axis (dim=-2): each query's weights must be positive and sum to 1 "
-            "over the keys, the last axis of the (n, m) scores: softmax(dim=-1).",
-        ),
-    ]
+GROUPED_MISTAKES = [
+    _Mistake(
+        "key/value heads tiled",
+        lambda *a: _grouped_variant(*a, how="tiled"),
+        "the key/value heads are tiled (as .repeat does), so query head i uses key/value head i % h_kv: with "
+        "h=8 and h_kv=2, query heads 0, 2, 4, 6 share key/value head 0 and 1, 3, 5, 7 share head 1. The "
+        "groups are consecutive: query heads 0-3 use key/value head 0 and 4-7 head 1, i // (h // h_kv) "
+        "(each key/value head repeated next to itself, as repeat_interleave does).",
+    ),
+    _Mistake(
+        "only the first key/value head",
+        lambda *a: _grouped_variant(*a, how="first"),
+        "every query head uses key/value head 0: query head i uses key/value head i // (h // h_kv), so "
+        "each key/value head serves its own group of h // h_kv consecutive query heads.",
+    ),
+    _Mistake(
+        "key/value heads averaged",
+        lambda *a: _grouped_variant(*a, how="mean"),
+        "the key/value heads are averaged into one: they are not mixed, each serves its own group of "
+        "h // h_kv consecutive query heads (query head i uses key/value head i // (h // h_kv)).",
+    ),
+    _Mistake(
+        "scaled by sqrt(d_v)",
+        lambda *a: _grouped_variant(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
+        "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
+    ),
+    _Mistake("no scaling", lambda *a: _grouped_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+    _Mistake(
+        "softmax over queries",
+        lambda *a: _grouped_variant(*a, dim=-2),
+        "the softmax runs over the query axis (dim=-2): each query's weights must be positive and sum to 1 "
+        "over the keys, the last axis of the (n, m) scores: softmax(dim=-1).",
+    ),
+]
 
 
 _GROUPED_HINTS = _hints(
     "11.3",
     "grouped-query attention (Ainslie et al., 2023): the h query heads form h_kv groups of h // h_kv "
-    "consecutive heads, and each group shares one key/value head, so query head i uses key/value head "
-    "i // (h // h_kv). Each query head then runs Eq. 1 (§3.2.1) as usual, with its own queries.",
+    "consecutive heads, and each group shares one key/value head, so query head i uses key/value head i // (h "
+    "// h_kv). Each query head then runs Eq. 1 (§3.2.1) as usual, with its own queries. To see a difference, "
+    "print, for h = 8 and h_kv = 2, the key/value head each query head reads: 0, 0, 0, 0, 1, 1, 1, 1, not 0, "
+    "1, 0, 1, ... (section 8's repeat against repeat_interleave).",
     "give each query head its key/value head by repeating every key/value head h // h_kv times next to itself "
     "along the heads axis (repeat_interleave on dim=1; .repeat tiles them instead, the wrong groups), then Eq. 1 "
     "as in notebook 01.",
@@ -609,7 +612,7 @@ def check_grouped_attention(grouped_attention: Callable) -> Verdict:
         grouped_attention,
         _grouped_reference,
         _grouped_cases(),
-        _grouped_mistakes(),
+        GROUPED_MISTAKES,
         _GROUPED_HINTS,
         inputs=("q", "k", "v"),
     )

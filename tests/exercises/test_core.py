@@ -36,7 +36,7 @@ from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
 from helpers.efficient import online_softmax_update
 from helpers.exercises import _core, nb09, nb10, nb11
 from helpers.masks import causal_mask
-from helpers.tasks import PAD
+from helpers.tasks import PAD_ID
 from helpers.transformer import shift_right
 
 
@@ -131,6 +131,7 @@ SOLUTIONS = {
     "11.1": (ex.check_online_softmax_update, "running_max, running_sum, block"),
     "11.2": (ex.check_cached_attention, "q_new, k_new, v_new, cache_k, cache_v"),
     "11.3": (ex.check_grouped_attention, "q, k, v"),
+    "12.1": (ex.check_mean_pooling, "hidden, attention_mask"),
 }
 
 
@@ -149,13 +150,13 @@ def test_every_solution_passes_its_checker(exercise_id):
 
 
 NAMED_VARIANTS = {
-    "09.1": (nb09._shift_cases, nb09._shift_mistakes, shift_right, 1),
-    "09.2": (nb09._decoder_cases, nb09._decoder_mistakes, nb09._decoder_block_variant, 1),
-    "10.1": (nb10._rate_cases, nb10._rate_mistakes, nb10._in_peak_units(nb10._rate_variant), 1),
-    "10.2": (nb10._score_cases, nb10._score_mistakes, nb10._score_variant, 1),
-    "11.1": (nb11._online_cases, nb11._online_mistakes, nb11._folded(online_softmax_update), 2),
-    "11.2": (nb11._cached_cases, nb11._cached_mistakes, nb11._cached_reference, 3),
-    "11.3": (nb11._grouped_cases, nb11._grouped_mistakes, nb11._grouped_reference, 1),
+    "09.1": (nb09._shift_cases, lambda: nb09.SHIFT_MISTAKES, shift_right, 1),
+    "09.2": (nb09._decoder_cases, lambda: nb09.DECODER_MISTAKES, nb09._decoder_block_variant, 1),
+    "10.1": (nb10._rate_cases, lambda: nb10.RATE_MISTAKES, nb10._in_peak_units(nb10._rate_variant), 1),
+    "10.2": (nb10._score_cases, lambda: nb10.SCORE_MISTAKES, nb10._score_variant, 1),
+    "11.1": (nb11._online_cases, lambda: nb11.ONLINE_MISTAKES, nb11._folded(online_softmax_update), 2),
+    "11.2": (nb11._cached_cases, lambda: nb11.CACHED_MISTAKES, nb11._cached_reference, 3),
+    "11.3": (nb11._grouped_cases, lambda: nb11.GROUPED_MISTAKES, nb11._grouped_reference, 1),
 }
 
 
@@ -668,7 +669,7 @@ def pre_norm_block(x, mask, attention, feed_forward, norm1, norm2):
 def reverse_targets(tokens, lengths):  # each row reversed where it stands
     for b, length in enumerate(torch.as_tensor(lengths).tolist()):
         tokens[b, :length] = tokens[b, :length].flip(0).clone()
-        tokens[b, length:] = PAD
+        tokens[b, length:] = PAD_ID
     return tokens
 
 
@@ -706,6 +707,12 @@ def cached_attention(q_new, k_new, v_new, cache_k, cache_v):
     return torch.softmax(scores, dim=-1) @ values, keys, values
 
 
+def mean_pooling(hidden, attention_mask):
+    hidden *= attention_mask.to(hidden.dtype)[..., None]  # padding zeroed in the caller's tensor
+    mean = hidden.sum(dim=1) / attention_mask.sum(dim=1, keepdim=True).clamp(min=1e-9)
+    return F.normalize(mean, dim=-1)
+
+
 def grouped_attention(q, k, v):
     q.mul_(q.shape[-1] ** -0.5)
     group = q.shape[1] // k.shape[1]
@@ -730,6 +737,7 @@ IN_PLACE = [
     (ex.check_online_softmax_update, online_update, "running_sum"),
     (ex.check_cached_attention, cached_attention, "q_new"),
     (ex.check_grouped_attention, grouped_attention, "q"),
+    (ex.check_mean_pooling, mean_pooling, "hidden"),
 ]
 
 

@@ -102,7 +102,7 @@ def test_a_solution_is_given_only_when_asked_for():
     assert verdict.solution() == text and "torch.softmax(scores, dim=-1)" not in str(verdict)
     assert ex.solution("Exercise 05.1 positional encoding") == ex.solution("05.1")
     with pytest.raises(ValueError, match=r"01\.1"):
-        ex.solution("12.1")
+        ex.solution("99.1")
 
 
 def attention_dot_t(query, key, value):  # the 2-D habit of notebook 01 §3, on batched input
@@ -204,3 +204,11 @@ def test_transpose_1_2_on_unbatched_input_gets_the_negative_axes_hint():
         return w @ value, w
 
     assert ex.check_attention(softmax_dim_2).mistake != "transpose(1, 2) on unbatched input"
+
+
+def test_every_listed_attention_mistake_is_named():
+    from helpers.exercises import nb01
+
+    for mistake in nb01.ATTENTION_MISTAKES:
+        verdict = ex.check_attention(mistake.wrong)
+        assert verdict.status == "failed" and verdict.mistake == mistake.key, (mistake.key, str(verdict))

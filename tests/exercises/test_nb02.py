@@ -81,7 +81,7 @@ def test_the_list_type_error_of_02_1_gets_the_as_tensor_hint():
     verdict = ex.check_padding_mask(indexes_the_list)
     assert verdict.mistake == "lengths is a list" and "torch.as_tensor(lengths)" in str(verdict)
     assert "indexes_the_list" in str(verdict)  # where it was raised
-    assert "torch.as_tensor(lengths)" in str(ex.check_padding_mask(stub))
+    assert "make it a tensor" in str(ex.check_padding_mask(stub))  # the stub's hint says what, not how
 
 
 def masked_unscaled(query, key, value, mask):
@@ -145,3 +145,11 @@ def test_a_few_scattered_wrong_entries_are_listed_not_called_a_column_pattern():
     many = torch.zeros(8, 8, dtype=torch.bool)
     many[torch.arange(8), (torch.arange(8) * 3) % 8] = True  # one per row, spread over the columns
     assert _core._pattern(many, {}) == ""
+
+
+def test_every_listed_padding_mistake_is_named():
+    from helpers.exercises import nb02
+
+    for mistake in nb02.PADDING_MASK_MISTAKES:
+        verdict = ex.check_padding_mask(mistake.wrong)
+        assert verdict.status == "failed" and verdict.mistake == mistake.key, (mistake.key, str(verdict))

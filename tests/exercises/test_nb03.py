@@ -3,6 +3,7 @@ named."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from answers import EinsumMHA, MultiHead, Reader, ReaderMHA
 from torch import nn
@@ -51,6 +52,21 @@ def test_combine_heads_checker():
         return torch.cat([x[:, i] for i in reversed(range(x.shape[1]))], dim=-1)
 
     assert ex.check_combine_heads(cat_reversed).mistake == "heads in the wrong order"
+
+
+def test_the_split_and_combine_references_are_the_helpers(monkeypatch):
+    """CONTRIBUTING: the reference is always the helper. helpers.attention.split_heads and combine_heads pass, and
+    the checkers compare with them: a helper made wrong turns a right answer into a failure."""
+    from helpers import attention
+
+    assert ex.check_split_heads(attention.split_heads).passed
+    assert ex.check_combine_heads(attention.combine_heads).passed
+    right_split = attention.split_heads
+    right_combine = attention.combine_heads
+    monkeypatch.setattr(attention, "split_heads", lambda x, h: right_split(x, h).flip(1))
+    monkeypatch.setattr(attention, "combine_heads", lambda x: right_combine(x.flip(1)))
+    assert not ex.check_split_heads(right_split).passed
+    assert not ex.check_combine_heads(right_combine).passed
 
 
 def test_multi_head_attention_checker():
@@ -264,3 +280,24 @@ def test_the_same_tensor_passed_twice_is_named_from_a_case_that_tells_them_apart
     verdict = ex.check_multi_head_attention(ScalesKey)
     assert verdict.mistake == "key changed in place", verdict  # named from the cross-attention case
     assert "the same tensor" not in str(verdict)
+
+
+@pytest.mark.parametrize(
+    ("checker", "mistakes"),
+    [("check_split_heads", "SPLIT_MISTAKES"), ("check_combine_heads", "COMBINE_MISTAKES")],
+)
+def test_every_listed_heads_mistake_is_named(checker, mistakes):
+    from helpers.exercises import nb03
+
+    for mistake in getattr(nb03, mistakes):
+        verdict = getattr(ex, checker)(mistake.wrong)
+        assert verdict.status == "failed" and verdict.mistake == mistake.key, (mistake.key, str(verdict))
+
+
+def test_the_reference_module_is_the_same_on_every_attempt():
+    from helpers.exercises import nb03
+
+    first = {name: p.clone() for name, p in nb03._mha_reference().named_parameters()}
+    assert ex.check_multi_head_attention(nb03._mha_reference().__class__).passed  # helpers' own class passes
+    again = dict(nb03._mha_reference().named_parameters())
+    assert all(torch.equal(first[name], again[name]) for name in first)  # a check leaves the reference unchanged

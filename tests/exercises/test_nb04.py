@@ -23,3 +23,11 @@ def test_verdict_displays_as_text():
     verdict = ex.check_causal_mask(stub)
     assert repr(verdict) == str(verdict)
     assert str(verdict).startswith("Exercise 04.1 causal mask: not attempted yet.")
+
+
+def test_every_listed_mistake_is_named():
+    from helpers.exercises import nb04
+
+    for mistake in nb04.CAUSAL_MASK_MISTAKES:
+        verdict = ex.check_causal_mask(mistake.wrong)
+        assert verdict.status == "failed" and verdict.mistake == mistake.key, (mistake.key, str(verdict))

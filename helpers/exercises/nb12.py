@@ -1,0 +1,85 @@
+"""Notebook 12, a real trained encoder: the checker of exercise 12.1 and its classic mistakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from helpers.exercises._core import Verdict, _Case, _check, _counted, _generator, _hints, _Mistake
+from helpers.pretrained import mean_pooled_embedding
+
+
+def _pooling_variant(hidden, attention_mask, *, masked=True, clamp=True, normalise=True):
+    weights = attention_mask.to(hidden.dtype)[..., None] if masked else torch.ones_like(hidden[..., :1])
+    counts = weights.sum(dim=1)
+    mean = (hidden * weights).sum(dim=1) / (counts.clamp(min=1e-9) if clamp else counts)
+    return torch.nn.functional.normalize(mean, dim=-1) if normalise else mean
+
+
+POOLING_MISTAKES = [
+    _Mistake(
+        "padding averaged in",
+        lambda h, m: _pooling_variant(h, m, masked=False),
+        "every position is averaged, the padded ones too: a padded sentence's vector then depends on how long the "
+        "other sentences of its batch are. Multiply by the mask before the sum and divide by the number of real "
+        "tokens.",
+    ),
+    _Mistake(
+        "NaN on an empty row",
+        lambda h, m: _pooling_variant(h, m, clamp=False),
+        "a row with no real token divides 0 by 0 and gives NaN: clamp the count of real tokens (for example "
+        ".clamp(min=1e-9)), so that such a row gives a zero vector.",
+    ),
+    _Mistake(
+        "not normalised",
+        lambda h, m: _pooling_variant(h, m, normalise=False),
+        "the mean of the real tokens is right, but it is not scaled to length 1: the model card's sentence "
+        "embedding is L2-normalised, so that a dot product is a cosine similarity.",
+    ),
+]
+
+
+def _pooling_cases() -> list[_Case]:
+    g = _generator(12)
+    hidden = torch.randn(3, 6, 8, generator=g)
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1] * 6, [1, 1, 0, 0, 0, 0]]).bool()
+    changed = hidden.clone()
+    changed[~mask] = 100.0  # other vectors at the padded positions only: a right answer does not change
+    empty = mask.clone()
+    empty[2] = False  # a row with no real token
+    return [
+        _Case("a padded batch of 3, d_model=8", (hidden, mask)),
+        _Case("the same batch, padded positions set to 100", (changed, mask)),
+        _Case("a row with no real token", (hidden, empty)),
+        _Case("no padding, d_model=384", (torch.randn(2, 5, 384, generator=g), torch.ones(2, 5, dtype=torch.bool))),
+    ]
+
+
+_POOLING_HINTS = _hints(
+    "12.1",
+    "A sentence embedding is the average of the real tokens' final vectors, padding left out, then scaled to "
+    "length 1 (the model card's mean pooling and normalisation). To see a difference, change the vectors at the "
+    "padded positions and print your result again: a right answer does not move.",
+    "attention_mask.to(hidden.dtype)[..., None] is (B, n, 1): multiply hidden by it, sum over the token axis "
+    "(dim=1), divide by the number of real tokens (the mask's sum, clamped above 0), then "
+    "torch.nn.functional.normalize(..., dim=-1).",
+    "weights = attention_mask.to(hidden.dtype)[..., None]  # (B, n, 1): 1 at real tokens, 0 at padding\n"
+    "mean = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)  # (B, d_model)\n"
+    "return torch.nn.functional.normalize(mean, dim=-1)  # length 1; a row with no real token stays 0",
+)
+
+
+@_counted
+def check_mean_pooling(mean_pooling: Callable) -> Verdict:
+    """Exercise 12.1: ``mean_pooling(hidden, attention_mask) -> (B, d_model)``, the model card's sentence
+    embedding (helpers.pretrained.mean_pooled_embedding)."""
+    return _check(
+        "Exercise 12.1 mean pooling",
+        mean_pooling,
+        mean_pooled_embedding,
+        _pooling_cases(),
+        POOLING_MISTAKES,
+        _POOLING_HINTS,
+        inputs=("hidden", "attention_mask"),
+    )
