@@ -175,15 +175,15 @@ MUTANTS = [
     M(
         "A15",
         "attention.py",
-        "q = q.view(B, n, h, d_k).transpose(1, 2)",
-        "q = q.view(B, h, n, d_k)",
-        "queries split into heads without the transpose",
+        "return x.view(B, n, num_heads, d_model // num_heads).transpose(1, 2)",
+        "return x.view(B, num_heads, n, d_model // num_heads)",
+        "heads split without the transpose",
     ),
     M(
         "A16",
         "attention.py",
-        "concat = heads.transpose(1, 2).reshape(B, n, h * d_v)",
-        "concat = heads.reshape(B, n, h * d_v)",
+        "return x.transpose(1, 2).reshape(B, n, h * d_k)",
+        "return x.reshape(B, n, h * d_k)",
         "heads concatenated in the wrong order (no transpose back)",
     ),
     M(
@@ -225,11 +225,11 @@ MUTANTS = [
     M(
         "A22",
         "attention.py",
-        "v = self.w_v(value).view(",
-        "v = self.w_k(value).view(",
+        "v = split_heads(self.w_v(value), self.num_kv_heads)",
+        "v = split_heads(self.w_k(value), self.num_kv_heads)",
         "values projected with W^K",
     ),
-    M("A23", "attention.py", "v = v.view(B, m, h_kv, d_v)", "v = k.view(B, m, h_kv, d_v)", "keys used as values"),
+    M("A23", "attention.py", "v = split_heads(v, h_kv)", "v = split_heads(k, h_kv)", "keys used as values"),
     M(
         "A24",
         "attention.py",
