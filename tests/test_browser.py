@@ -588,8 +588,10 @@ def test_reader_runs_all_cells_in_jupyterlab(notebook: Path, lab, browser_contex
                 data = decode_payload(view.locator("script.attn-x-data").text_content())
                 clicked = time.monotonic()
                 explored.append(f"{exercise_explorer(view, data, page)} ({time.monotonic() - clicked:.1f} s)")
+            page.set_viewport_size({"width": 1920, "height": 1080})  # the screenshot as a projector shows it
             live.first.scroll_into_view_if_needed()
             page.screenshot(path=str(REPORT_DIR / f"{notebook.stem}-explorer.png"))
+            page.set_viewport_size({"width": 1400, "height": 1000})
         figures = page.evaluate(IMAGES_JS, ".jp-OutputArea-output img")
         assert len(figures) == expected_figures >= 1, (
             f"{len(figures)} figures on the page, stored notebook has {expected_figures}"

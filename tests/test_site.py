@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "build_html.py"
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 REPORT_DIR = ROOT / "build" / "browser"
+SCREEN = {"width": 1920, "height": 1080}  # a projector; the explorer screenshots are taken at this size
 
 
 @pytest.fixture(scope="module")
@@ -339,9 +340,11 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
                     views.nth(i).scroll_into_view_if_needed()
                     explored.append(f"- {path.name}, view {i}: " + exercise_explorer(views.nth(i), data, page))
                 if expected:
-                    views.first.scroll_into_view_if_needed()
                     REPORT_DIR.mkdir(parents=True, exist_ok=True)
+                    page.set_viewport_size(SCREEN)  # the screenshot as a projector shows it
+                    views.first.scroll_into_view_if_needed()
                     page.screenshot(path=str(REPORT_DIR / f"site-{path.stem}-explorer.png"))
+                    page.set_viewport_size({"width": 1400, "height": 1000})
                 if notebook and notebook.parent.name == "notebooks" and notebook.name.startswith(PROJECTED):
                     summary.append(_check_projector_mode(page, path.name))
                 page.close()
