@@ -12,7 +12,8 @@ output.
 - :class:`AttentionOnlyTransformer` is the model: embeddings, causal attention layers with residuals, no
   feed-forward layers. Any head can be removed (``head_mask``), or removed only from what later layers' keys,
   queries or values read (``key_head_mask``, ``query_head_mask``, ``value_head_mask``), to test the circuit.
-- :func:`train_induction_model` trains one on the task; :func:`predictable_accuracy` scores it.
+- :func:`train_induction_model` trains one on the task; :func:`predictable_accuracy` scores it
+  (:func:`next_token_accuracy` scores logits).
 - :func:`previous_token_scores` and :func:`induction_scores` find the heads from their attention weights;
   :func:`composition_scores` measures composition from the weights of the model alone (Elhage et al., 2021).
 """
@@ -30,6 +31,7 @@ __all__ = [
     "AttentionOnlyTransformer",
     "composition_scores",
     "induction_scores",
+    "next_token_accuracy",
     "predictable_accuracy",
     "previous_token_scores",
     "repeated_sequences",
@@ -262,6 +264,22 @@ def predictable_positions(periods: torch.Tensor, n: int) -> torch.Tensor:
     return torch.arange(n - 1, device=periods.device)[None, :] >= periods[:, None]
 
 
+def next_token_accuracy(logits: torch.Tensor, tokens: torch.Tensor, periods: torch.Tensor) -> torch.Tensor:
+    """A 0-dim tensor: how often ``logits (B, n, V)`` predict the next token at the predictable positions.
+
+    The logits at query ``i`` predict token ``i + 1``; only the queries ``i >= period`` of each row count (the
+    current token occurred before), pooled over every row. :func:`predictable_accuracy` runs a model first.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
+        raise ValueError(f"tokens must be an integer tensor of shape (B, n), got {shape_text(tokens)}")
+    B, n = tokens.shape
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[:2] != (B, n):
+        raise ValueError(f"logits must have shape (B, n, V) = ({B}, {n}, V) like tokens, got {shape_text(logits)}")
+    _check_periods(periods, B, n)
+    correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (B, n - 1): the logits at i against token i + 1
+    return correct[predictable_positions(periods, n)].float().mean()
+
+
 @torch.no_grad()
 def predictable_accuracy(model: nn.Module, tokens: torch.Tensor, periods: torch.Tensor, **masks) -> float:
     """Next-token accuracy over the predictable positions (query position ``i >= period``), as a float in [0, 1].
@@ -273,9 +291,7 @@ def predictable_accuracy(model: nn.Module, tokens: torch.Tensor, periods: torch.
     B, n = tokens.shape
     _check_periods(periods, B, n)
     logits, _ = model(tokens, **masks)
-    correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (B, n - 1)
-    where = predictable_positions(periods, n)
-    return correct[where].float().mean().item()
+    return next_token_accuracy(logits, tokens, periods).item()
 
 
 def _check_weights(weights) -> torch.Tensor:

@@ -12,6 +12,7 @@ from helpers.induction import (
     AttentionOnlyTransformer,
     composition_scores,
     induction_scores,
+    next_token_accuracy,
     predictable_accuracy,
     predictable_positions,
     previous_token_scores,
@@ -422,3 +423,15 @@ def test_composition_scores_bad_input():
         composition_scores(_model(layers=1))
     with pytest.raises(ValueError, match="kind must be"):
         composition_scores(_model(), "keys")
+
+
+def test_next_token_accuracy_is_what_predictable_accuracy_reports():
+    tokens, periods = repeated_sequences(16, 12, 9, 2, 6, _gen())
+    logits, _ = _Oracle(periods)(tokens)
+    assert next_token_accuracy(logits, tokens, periods).item() == 1.0
+    model = _model(vocab=9)
+    with torch.no_grad():
+        out, _ = model(tokens)
+    assert next_token_accuracy(out, tokens, periods).item() == predictable_accuracy(model, tokens, periods)
+    with pytest.raises(ValueError, match=r"logits must have shape \(B, n, V\) = \(16, 12, V\)"):
+        next_token_accuracy(out[:, :-1], tokens, periods)

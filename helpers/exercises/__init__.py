@@ -66,7 +66,7 @@ from helpers.exercises.nb09 import check_decoder_block, check_shift_right
 from helpers.exercises.nb10 import check_length_penalty, check_rate
 from helpers.exercises.nb11 import check_cached_attention, check_grouped_attention, check_online_softmax_update
 from helpers.exercises.nb12 import check_mean_pooling
-from helpers.exercises.nb13 import check_induction_scores
+from helpers.exercises.nb13 import check_induction_scores, check_predictable_accuracy
 
 __all__ = [
     "TIME_LIMIT_S",
@@ -86,6 +86,7 @@ __all__ = [
     "check_online_softmax_update",
     "check_padding_mask",
     "check_positional_encoding",
+    "check_predictable_accuracy",
     "check_rate",
     "check_reverse_targets",
     "check_shift_right",

@@ -1,5 +1,5 @@
-"""The checker of notebook 13, induction heads (``helpers.exercises.nb13``): right answers pass, the classic mistakes
-of the induction score are named."""
+"""The checkers of notebook 13, induction heads (``helpers.exercises.nb13``): right answers pass, the classic mistakes
+of the induction score and of the accuracy on the predictable positions are named."""
 
 from __future__ import annotations
 
@@ -111,3 +111,82 @@ def test_other_wrong_answers_fail_without_a_false_diagnosis():
         reset_attempts()
         verdict = ex.check_induction_scores(wrong)
         assert verdict.status == "failed" and verdict.mistake is None, str(verdict)
+
+
+# Exercise 13.2 --------------------------------------------------------------------------------------------------------
+
+
+def accuracy_loops(logits, tokens, periods):
+    B, n = tokens.shape
+    right = total = 0
+    for b in range(B):
+        for i in range(int(periods[b]), n - 1):
+            right += int(logits[b, i].argmax() == tokens[b, i + 1])
+            total += 1
+    return torch.tensor(right / total)
+
+
+ACCURACY_RIGHT = {
+    "slices and a mask": lambda lo, t, p: (
+        (lo[:, :-1].argmax(-1) == t[:, 1:])[torch.arange(t.shape[1] - 1)[None, :] >= p[:, None]].float().mean()
+    ),
+    "loops": accuracy_loops,
+    "a weighted sum": lambda lo, t, p: (lambda correct, w: (correct * w).sum() / w.sum())(
+        (lo.argmax(-1)[:, :-1] == t[:, 1:]).double(), (torch.arange(t.shape[1] - 1) >= p[:, None]).double()
+    ),
+    "torch.where over every query": lambda lo, t, p: torch.where(
+        torch.arange(t.shape[1] - 1) >= p[:, None], (lo[:, :-1].argmax(-1) == t[:, 1:]).float(), torch.nan
+    ).nanmean(),
+}
+
+
+@pytest.mark.parametrize("name", ACCURACY_RIGHT)
+def test_accuracy_right_answers_pass(name):
+    verdict = ex.check_predictable_accuracy(ACCURACY_RIGHT[name])
+    assert verdict.passed, (name, str(verdict))
+
+
+def test_accuracy_stub_is_not_attempted_with_a_conceptual_hint():
+    verdict = ex.check_predictable_accuracy(stub)
+    assert verdict.status == "not attempted" and "i + 1" in str(verdict)
+    assert "torch." not in str(verdict)
+
+
+def test_every_listed_accuracy_mistake_is_named():
+    from helpers.exercises import nb13
+
+    for mistake in nb13.ACCURACY_MISTAKES:
+        verdict = ex.check_predictable_accuracy(mistake.wrong)
+        assert verdict.status == "failed" and verdict.mistake == mistake.key, (mistake.key, str(verdict))
+
+
+def _accuracy_loop(logits, tokens, periods, shift=1, start=0, per_row=False, first_period=False):
+    B, n = tokens.shape
+    rows, right, total = [], 0, 0
+    for b in range(B):
+        p = int(periods[0] if first_period else periods[b])
+        row_right = row_total = 0
+        for i in range(0 if start is None else p + start, n - 1 if shift else n):
+            row_right += int(logits[b, i].argmax() == tokens[b, i + shift])
+            row_total += 1
+        rows.append(row_right / max(row_total, 1))
+        right, total = right + row_right, total + row_total
+    return torch.tensor(sum(rows) / len(rows) if per_row else right / total)
+
+
+ACCURACY_WRONG = {  # written the ways students write them
+    "compared with the current token": lambda lo, t, p: _accuracy_loop(lo, t, p, shift=0),
+    "one query early": lambda lo, t, p: _accuracy_loop(lo, t, p, start=-1),
+    "every query counted": lambda lo, t, p: _accuracy_loop(lo, t, p, start=None),
+    "rows averaged first": lambda lo, t, p: _accuracy_loop(lo, t, p, per_row=True),
+    "targets rolled round": lambda lo, t, p: (
+        (lo.argmax(-1) == torch.roll(t, -1, dims=1))[torch.arange(t.shape[1]) >= p[:, None]].float().mean()
+    ),
+    "one period for the batch": lambda lo, t, p: _accuracy_loop(lo, t, p, first_period=True),
+}
+
+
+@pytest.mark.parametrize("name", ACCURACY_WRONG)
+def test_accuracy_realistic_wrong_answers_are_named(name):
+    verdict = ex.check_predictable_accuracy(ACCURACY_WRONG[name])
+    assert verdict.status == "failed" and verdict.mistake == name, (name, str(verdict))
