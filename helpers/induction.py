@@ -177,21 +177,16 @@ class AttentionOnlyTransformer(nn.Module):
         mask = causal_mask(n, device=tokens.device)  # (n, n), True = may attend
         # What each of q, k, v (and the unembedding, "stream") reads: the embedding plus the kept heads' outputs.
         # With no path mask all four read the same stream, computed once.
-        names = (
-            ("stream", "query", "key", "value")
-            if any(masks[f"{n}_head_mask"] is not None for n in ("key", "query", "value"))
-            else ("stream",)
-        )
+        paths = ("key", "query", "value")
+        has_paths = any(masks[f"{path}_head_mask"] is not None for path in paths)
+        names = ("stream", *paths) if has_paths else ("stream",)
         reads = dict.fromkeys(names, embedded)
         weights = []
         for layer, projections in enumerate(self.layers):
-
-            def read(name):
-                return reads.get(name, reads["stream"])
-
-            q = split_heads(projections["query"](read("query")), self.num_heads)  # (B, h, n, d_k)
-            k = split_heads(projections["key"](read("key")), self.num_heads)
-            v = split_heads(projections["value"](read("value")), self.num_heads)
+            q, k, v = (
+                split_heads(projections[path](reads.get(path, reads["stream"])), self.num_heads)  # (B, h, n, d_k)
+                for path in ("query", "key", "value")
+            )
             z, w = scaled_dot_product_attention(q, k, v, mask)  # (B, h, n, d_k), (B, h, n, n)
             weights.append(w)
             for name in names:
