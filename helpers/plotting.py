@@ -209,8 +209,10 @@ def _grid(
     count: int | None = None,
     annotate: bool = False,
     vmin: float | None = 0.0,
+    per_row: bool = False,
 ) -> Figure:
-    """Draw a (rows, cols, n, m) array of heatmaps with one shared colour bar.
+    """Draw a (rows, cols, n, m) array of heatmaps with one shared colour bar, or (``per_row``) one colour
+    scale and bar per row, each from ``vmin``/``vmax`` or, where they are ``None``, from that row's own weights.
 
     Only the first ``count`` panels (row by row) hold data; the others are hidden. Every panel at the
     left of the grid names the queries, and the lowest panel of each column names the keys.
@@ -228,7 +230,12 @@ def _grid(
         squeeze=False,
         layout="constrained",
     )
-    low, high = _limits(weights, mk, vmin, vmax)
+    if per_row:
+        limits = [_limits(weights[r], mk, vmin, vmax) for r in range(rows)]
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width + 0.3, height)  # room for a colour bar on every row
+    else:
+        limits = [_limits(weights, mk, vmin, vmax)] * rows
     rotate = key_labels is not None and _rotate_keys(key_labels, m, cell_size - 0.15)
     ylabel, xlabel = _axis_names(query_labels, key_labels)
     image = None
@@ -239,7 +246,10 @@ def _grid(
             ax.set_visible(False)
             continue
         sub = f"{row_titles[r]}head {c}" if row_titles else f"head {c}"
+        low, high = limits[r]
         image = _draw(ax, weights[r, c], mk, query_labels, key_labels, sub, annotate, low, high, rotate)
+        if per_row and (c == cols - 1 or index == count - 1):
+            _colorbar(fig, image, axes[r, :], shrink=0.9)
         if c == 0:
             ax.set_ylabel(ylabel, fontsize=LABEL_PT)
         else:
@@ -248,7 +258,8 @@ def _grid(
             ax.tick_params(axis="x", labelbottom=False)
         else:
             ax.set_xlabel(xlabel, fontsize=LABEL_PT)
-    _colorbar(fig, image, axes, shrink=0.8)
+    if not per_row:
+        _colorbar(fig, image, axes, shrink=0.8)
     if title:
         fig.suptitle(title, fontsize=SUPTITLE_PT)
     return fig
@@ -312,13 +323,17 @@ def plot_layers_heads(
     vmax: float | None = 1.0,
     annotate: bool = False,
     vmin: float | None = 0.0,
+    scale_per_layer: bool = False,
 ) -> Figure:
     """A layers x heads grid of heatmaps from ``weights (L, h, n, m)``.
 
     Also accepts a list of ``L`` tensors of shape ``(h, n, m)`` (one per
     layer, e.g. a single sequence taken from each layer's ``(B, h, n, m)``).
     Layers and heads are numbered from 0 ("layer 0, head 0"); ``annotate``,
-    ``vmax`` and ``vmin`` as in :func:`plot_heads`.
+    ``vmax`` and ``vmin`` as in :func:`plot_heads`. ``scale_per_layer`` gives
+    each layer its own colour bar, up to that layer's largest weight where
+    ``vmax`` is None: a layer of spread-out weights then shows its pattern
+    beside a layer of near one-hot rows.
     """
     if isinstance(weights, (list, tuple)):
         weights = torch.stack([torch.as_tensor(w) for w in weights])
@@ -335,4 +350,5 @@ def plot_layers_heads(
         vmax,
         annotate=annotate,
         vmin=vmin,
+        per_row=scale_per_layer,
     )

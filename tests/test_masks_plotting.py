@@ -227,3 +227,22 @@ def test_masked_cells_are_drawn_in_the_masked_colour():
     np.testing.assert_array_equal(overlay[~mask.numpy()], np.tile(MASKED_COLOUR, (3, 1)))
     assert (overlay[mask.numpy()] == 0).all(), "allowed cells stay transparent: their weight shows"
     assert "#" + "".join(f"{round(255 * c):02x}" for c in MASKED_COLOUR[:3]) == "#d0d0d0", "the explorer's grey"
+
+
+def test_a_colour_scale_per_layer():
+    # layer 0 spread thin (at most 0.3), layer 1 near one-hot: each row of panels gets its own limits and colour bar
+    layers = torch.full((2, 3, 4, 4), 0.25)
+    layers[0, :, :, 0] = 0.3
+    layers[1] = torch.eye(4) * 0.97 + 0.01
+    fig = plot_layers_heads(layers, vmax=None, scale_per_layer=True)
+    panels = _panels(fig)
+    highs = [ax.get_images()[0].get_clim()[1] for ax in panels]
+    assert highs == pytest.approx([0.3] * 3 + [0.98] * 3)
+    assert all(ax.get_images()[0].get_clim()[0] == 0.0 for ax in panels)
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 2 and all(bar.get_ylabel() == "weight" for bar in bars)
+    shared = plot_layers_heads(layers, vmax=None)
+    assert [ax.get_images()[0].get_clim()[1] for ax in _panels(shared)] == pytest.approx([0.98] * 6)
+    assert len([ax for ax in shared.axes if ax.get_label() == "<colorbar>"]) == 1
+    fixed = plot_layers_heads(layers, scale_per_layer=True)  # vmax=1 as given, one bar per row all the same
+    assert {ax.get_images()[0].get_clim() for ax in _panels(fixed)} == {(0.0, 1.0)}

@@ -146,6 +146,38 @@ def test_deck_is_offline_and_complete(decks: Path, notebook: Path):
             assert _resolves(path, href, decks.parent), f"{path.name} links {href}, which is not in the site"
 
 
+def _code_slides_without_words(notebook: Path) -> list[str]:
+    """The sub-slides of notebook's deck that show code (not a figure alone) and no words: no heading, text or
+    caption. scripts/build_slides.py makes the comment line a code piece opens with into its caption."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import build_slides
+
+    deck = build_slides.slides_of(nbformat.read(notebook, as_version=4))
+    slides: list[list] = []
+    for cell in deck.cells:
+        kind = build_slides.slide_type(cell) or "-"
+        if kind in ("skip", "notes"):
+            continue
+        if kind in ("slide", "subslide") or not slides:
+            slides.append([])
+        slides[-1].append(cell)
+    found = []
+    for number, cells in enumerate(slides):
+        words = any(c.cell_type == "markdown" and c.source.strip() for c in cells)
+        code = [c for c in cells if c.cell_type == "code" and build_slides.FIGURE_TAG not in c.metadata.get("tags", [])]
+        if code and not words:
+            found.append(f"slide {number}: {code[0].source.strip().splitlines()[0][:70]!r}")
+    return found
+
+
+@pytest.mark.parametrize("notebook", PRESENTED, ids=lambda p: p.name)
+def test_every_code_slide_says_what_it_is_for(notebook: Path):
+    """A lecture room needs one line of prose on a code slide: open the code piece with a comment (at most
+    CAPTION_CHARS characters) and the deck shows it as the slide's caption."""
+    missing = _code_slides_without_words(notebook)
+    assert not missing, f"{notebook.name}: code slides with no words (start the code with a comment): {missing}"
+
+
 def test_index_links_every_deck(decks: Path):
     index = (decks / "index.html").read_text()
     links = [link for link in _attributes(index, "a", "href") if link.endswith(".slides.html")]
