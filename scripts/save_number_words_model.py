@@ -31,10 +31,14 @@ OUT = ROOT / "notebooks" / "data" / "number_words_model.pt"
 
 
 def code_digest(notebook: Path) -> str:
-    """SHA-256 of the notebook's code cells, in order: stored in the file, so a test can tell when notebook 10's
-    code has changed since the weights were saved (then run this script again)."""
+    """SHA-256 of the notebook's code cells, in order, without their comment-only lines (a comment changes no
+    weight): stored in the file, so a test can tell when notebook 10's code has changed since the weights were
+    saved (then run this script again)."""
     nb = nbformat.read(notebook, as_version=4)
-    code = "\n\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    cells = (cell.source for cell in nb.cells if cell.cell_type == "code")
+    code = "\n\n".join(
+        "\n".join(line for line in source.split("\n") if not line.strip().startswith("#")) for source in cells
+    )
     return hashlib.sha256(code.encode()).hexdigest()
 
 
