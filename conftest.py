@@ -34,6 +34,7 @@ SLOW_FIRST = [
     "notebooks/11_efficient_attention.ipynb",  # ~12
     "tests/test_explorer.py",  # ~12
     "notebooks/13_induction_heads.ipynb",  # ~16
+    "notebooks/14_modern_attention_blocks.ipynb",  # ~14
     "notebooks/solutions/13_induction_heads_solutions.ipynb",  # ~16
     "notebooks/12_a_real_trained_encoder.ipynb",  # ~10
     "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~7

@@ -11,6 +11,8 @@ inline first:
   the distance, and no position vectors at all.
 - :class:`SwiGLU` (Shazeer, 2020) replaces the ReLU feed-forward (§3.3, Eq. 2) by a gated one.
 - :func:`sliding_window_mask` limits each query to its last ``window`` keys (as Mistral 7B does).
+- :func:`train_decoder_lm` trains one on notebook 13's repeated sequences, and :func:`accuracy_by_position` scores
+  it query by query, for the length-extrapolation study.
 - :class:`DecoderLM` puts them together: a causal decoder-only model in which the paper's block (post-norm,
   sinusoids, ReLU) and a Llama-style block (pre-norm RMSNorm, RoPE, SwiGLU, grouped-query attention) are both
   settings.
@@ -29,15 +31,18 @@ from torch import nn
 from helpers.attention import combine_heads, split_heads
 from helpers.checks import is_int, positive_int, shape_text
 from helpers.encoder import positional_encoding
+from helpers.induction import _check_periods, predictable_positions, repeated_sequences
 
 __all__ = [
     "DecoderLM",
     "RMSNorm",
     "SwiGLU",
+    "accuracy_by_position",
     "alibi_bias",
     "alibi_slopes",
     "apply_rotary",
     "sliding_window_mask",
+    "train_decoder_lm",
 ]
 
 NORMS = ("layer", "rms")
@@ -151,8 +156,8 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 
     For ``h`` a power of 2 the slopes are the geometric sequence ``2 ** (-8 (k + 1) / h)``, ``k = 0 .. h - 1``: for 8
     heads 1/2, 1/4, ..., 1/256. For another ``h``, their code takes the ``c`` slopes of the largest power of two
-    ``c < h`` and then the first ``h - c`` of the slopes that sit halfway between them in the sequence for ``2c``
-    heads, ``2 ** (-4 (2k + 1) / c)``.
+    ``c < h`` and then the first ``h - c`` odd-numbered terms of the sequence for ``2c`` heads,
+    ``2 ** (-4 (2k + 1) / c)``, which interleave with them (for 12 heads: 2 ** -0.5, 2 ** -1.5, 2 ** -2.5, 2 ** -3.5).
     """
     positive_int("num_heads", num_heads)
     c = 1 << (num_heads.bit_length() - 1)  # the largest power of 2 <= h
@@ -348,3 +353,73 @@ class DecoderLM(nn.Module):
         if self.pre_norm:
             x = self.final_norm(x)
         return self.output(x), all_weights
+
+
+def train_decoder_lm(
+    model: nn.Module,
+    steps: int = 200,
+    seed: int = 0,
+    *,
+    length: int = 32,
+    min_period: int = 4,
+    max_period: int = 12,
+    batch_size: int = 32,
+    learning_rate: float = 1e-2,
+) -> list[float]:
+    """Train ``model`` (a :class:`DecoderLM`) in place on notebook 13's repeated sequences; return each step's loss.
+
+    Each step draws a fresh batch of :func:`helpers.induction.repeated_sequences` of ``length`` tokens from the
+    model's vocabulary, a period per row in ``min_period .. max_period``, and takes one Adam step on the
+    cross-entropy of every next token. The rule (copy the token that followed the current one a period ago) is the
+    same at every length, so a model trained at one length can be tested at longer ones. ``seed`` fixes the batches
+    (seed the model's initial weights yourself, before building it). The model is left in ``eval()`` mode.
+    """
+    if not isinstance(model, DecoderLM):
+        raise ValueError(f"model must be a DecoderLM, got {type(model).__name__}")
+    positive_int("steps", steps)
+    if not is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    positive_int("batch_size", batch_size)
+    learning_rate = _positive_float("learning_rate", learning_rate)
+    if model.positions in ("sinusoidal", "learned") and length > model.max_len:
+        raise ValueError(f"length={length} exceeds the model's max_len={model.max_len} for {model.positions} positions")
+    generator = torch.Generator().manual_seed(seed)
+    # repeated_sequences checks length and the periods (max_period < length) before any step is taken
+    repeated_sequences(1, length, model.vocab_size, min_period, max_period, torch.Generator().manual_seed(seed))
+    optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        tokens, _ = repeated_sequences(batch_size, length, model.vocab_size, min_period, max_period, generator)
+        logits, _ = model(tokens)  # (B, n, V): position i predicts token i + 1
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, model.vocab_size), tokens[:, 1:].reshape(-1))
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def accuracy_by_position(
+    model: nn.Module, tokens: torch.Tensor, periods: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(accuracy (n - 1,), counted (n - 1,))``: next-token accuracy at each query position, over the rows where it
+    is predictable.
+
+    The logits at query ``i`` predict token ``i + 1``; row ``b`` counts at ``i`` when ``i >= periods[b]`` (the current
+    token occurred before, as in :func:`helpers.induction.predictable_positions`). ``counted[i]`` is how many rows
+    count there, and ``accuracy[i]`` is 0 where none does (never NaN).
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.int64:
+        raise ValueError(f"tokens must be an int64 tensor of shape (B, n), got {shape_text(tokens)}")
+    B, n = tokens.shape
+    if n < 2:
+        raise ValueError(f"tokens must hold at least 2 positions (one query and its next token), got shape {(B, n)}")
+    _check_periods(periods, B, n)
+    logits, _ = model(tokens)
+    correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:]).float()  # (B, n - 1): query i against token i + 1
+    valid = predictable_positions(periods, n).float()  # (B, n - 1)
+    counted = valid.sum(0)
+    return (correct * valid).sum(0) / counted.clamp(min=1), counted.long()

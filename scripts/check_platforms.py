@@ -49,6 +49,7 @@ TRAINING = [
     "notebooks/solutions/11_efficient_attention_solutions.ipynb",
     "notebooks/13_induction_heads.ipynb",
     "notebooks/solutions/13_induction_heads_solutions.ipynb",
+    "notebooks/14_modern_attention_blocks.ipynb",
 ]
 # Kernels of other CPUs, simulated on this one: ATen's scalar code instead of its AVX2/AVX-512 kernels, MKL's
 # conditional-numerical-reproducibility mode (the code path of an older processor), oneDNN limited to SSE4.1.

@@ -57,6 +57,7 @@ TESTS = {
     "explorer.py": ["tests/test_explorer.py"],
     "explorer.js": ["tests/test_explorer.py"],
     "pretrained.py": ["tests/test_pretrained.py"],
+    "modern.py": ["tests/test_modern.py"],
     "exercises/_core.py": [
         "tests/exercises/test_core.py",
         "tests/exercises/test_nb01.py",
@@ -1047,6 +1048,77 @@ MUTANTS = [
         "self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, **layer, num_kv_heads=num_kv_heads)",
         "grouped-query attention applied to the encoder too",
     ),
+    # --- helpers/modern.py (notebook 14) ---------------------------------------------------------
+    M(
+        "Y01",
+        "modern.py",
+        "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight",
+        "(x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps) * self.weight",
+        "RMSNorm re-centres: LayerNorm with no bias",
+    ),
+    M(
+        "Y02",
+        "modern.py",
+        "base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)",
+        "base ** (-torch.arange(0, d // 2, dtype=torch.float64, device=device) / d)",
+        "RoPE's frequencies as base ** (-i / d), not base ** (-2i / d)",
+    ),
+    M(
+        "Y03",
+        "modern.py",
+        "rotated_first = first * cos - second * sin",
+        "rotated_first = first * cos + second * sin",
+        "RoPE's rotation is not a rotation (sign of one sin flipped)",
+    ),
+    M(
+        "Y04",
+        "modern.py",
+        "first, second = x[..., 0::2], x[..., 1::2]  #",
+        "first, second = x[..., : d // 2], x[..., d // 2 :]  #",
+        "RoPE's interleaved pairing silently half-split",
+    ),
+    M(
+        "Y05",
+        "modern.py",
+        "slopes += [2.0 ** (-4.0 * (2 * k + 1) / c) for k in range(num_heads - c)]",
+        "slopes += [2.0 ** (-8.0 * (k + 1 + c) / num_heads) for k in range(num_heads - c)]",
+        "ALiBi's extra slopes for h not a power of 2 continue the sequence instead of interleaving",
+    ),
+    M(
+        "Y06",
+        "modern.py",
+        "return (offset >= 0) & (offset < window)",
+        "return (offset >= 0) & (offset <= window)",
+        "sliding window one key too wide",
+    ),
+    M(
+        "Y07",
+        "modern.py",
+        "return self.w2(F.silu(self.w1(x)) * self.w3(x))",
+        "return self.w2(F.silu(self.w1(x) * self.w3(x)))",
+        "SwiGLU's gate applied after the product",
+    ),
+    M(
+        "Y08",
+        "modern.py",
+        "q, k = apply_rotary(q, base=self.rope_base), apply_rotary(k, base=self.rope_base)",
+        "q = apply_rotary(q, base=self.rope_base)",
+        "RoPE on the queries only",
+    ),
+    M(
+        "Y09",
+        "modern.py",
+        "scores = scores + alibi_bias(self.num_heads, n).to(scores.dtype)",
+        "scores = scores - alibi_bias(self.num_heads, n).to(scores.dtype)",
+        "ALiBi's bias rewards distance instead of penalising it",
+    ),
+    M(
+        "Y10",
+        "modern.py",
+        "attended, weights = self.attention(self.norm1(x), mask)",
+        "attended, weights = self.attention(x, mask)",
+        "pre-norm block without its first norm",
+    ),
 ]
 
 
@@ -1181,6 +1253,8 @@ def main() -> int:
         shutil.copytree(ROOT / "helpers", work / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(ROOT / "notebooks" / "data", work / "notebooks" / "data")
+        for notebook in (ROOT / "notebooks").glob("*.ipynb"):  # tests/test_modern.py runs notebook 14's inline code
+            shutil.copy2(notebook, work / "notebooks" / notebook.name)
         for name in ("conftest.py", "pyproject.toml"):
             shutil.copy2(ROOT / name, work / name)
         fork = hasattr(os, "fork") and not args.no_fork

@@ -1,8 +1,9 @@
-"""The warm-up benchmark trains exactly what notebook 10, section 10, trains live.
+"""The seed-sweep benchmarks train exactly what the notebooks train live.
 
-Notebook 10 prints the stored table of `benchmarks/warmup_ablation.py` next to its own `toy_run`, and says the
-benchmark runs the same training over more seeds. This runs both for a few steps, from the same seed, and requires
-the same numbers, so that neither can drift from the other unnoticed.
+Notebook 10 prints the stored table of `benchmarks/warmup_ablation.py` next to its own `toy_run`, and notebook 14
+(section 7) that of `benchmarks/extrapolation.py` after its own 200-step study; each says the benchmark runs the
+same training over more seeds (and, for notebook 14, more steps). These run both for a few steps, from the same
+seed, and require the same numbers, so that neither can drift from the other unnoticed.
 """
 
 import json
@@ -14,11 +15,14 @@ import torch
 import torch.nn.functional as F
 
 from helpers.decoding import greedy_decode
+from helpers.induction import repeated_sequences
+from helpers.modern import DecoderLM, accuracy_by_position, train_decoder_lm
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
 from helpers.transformer import Transformer, shift_right
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import extrapolation  # noqa: E402
 import warmup_ablation  # noqa: E402
 
 
@@ -52,3 +56,67 @@ def test_the_benchmark_trains_what_the_notebook_trains(schedule, norm):
     stored = warmup_ablation.run(3, schedule, norm, steps=8)
     assert (exact, perplexity) == (stored["exact"], stored["perplexity"])
     assert set(warmup_ablation.SCHEDULES) == {"recipe", "no warm-up", "no decay", "constant peak"}
+
+
+def _notebook_14_runs(steps):
+    """Notebook 14, section 7's live study, its 200 steps replaced by ``steps``: the namespace it leaves."""
+    cells = json.loads((ROOT / "notebooks" / "14_modern_attention_blocks.ipynb").read_text())["cells"]
+    source = next("".join(c["source"]) for c in cells if "SCHEMES = (" in "".join(c["source"]))
+    assert source.count("steps=200") == 1
+    namespace = {
+        "torch": torch,
+        "repeated_sequences": repeated_sequences,
+        "DecoderLM": DecoderLM,
+        "train_decoder_lm": train_decoder_lm,
+        "accuracy_by_position": accuracy_by_position,
+    }
+    exec(source.replace("steps=200", f"steps={steps}"), namespace)
+    return namespace
+
+
+def test_the_extrapolation_benchmark_trains_what_notebook_14_trains():
+    notebook = _notebook_14_runs(steps=8)
+    for name in ("V", "D_MODEL", "HEADS", "LAYERS", "L", "SCHEMES"):
+        assert notebook[name] == getattr(extrapolation, name), name
+    assert notebook["spans"] == extrapolation.SPANS
+    for positions in extrapolation.SCHEMES:  # seed 0, as the notebook trains
+        assert extrapolation.run(0, positions, steps=8)["accuracy"] == notebook["runs"][positions]["by_span"]
+
+
+def test_the_stored_extrapolation_table_is_the_one_notebook_14_describes():
+    record = json.loads(extrapolation.OUT.read_text())
+    assert record["steps"] == extrapolation.STEPS and record["length"] == extrapolation.L
+    for positions in extrapolation.SCHEMES:
+        assert sorted(r["seed"] for r in record["runs"] if r["positions"] == positions) == list(range(10))
+    assert all(r["steps"] == extrapolation.STEPS for r in record["runs"])
+    assert all(len(r["accuracy_by_position"]) == 4 * extrapolation.L - 1 for r in record["runs"])
+    assert all(set(r["accuracy"]) == set(extrapolation.SPANS) for r in record["runs"])
+    notebook = (ROOT / "notebooks" / "14_modern_attention_blocks.ipynb").read_text()
+    assert f"{extrapolation.STEPS} steps" in notebook and "benchmarks/extrapolation.py" in notebook
+
+
+def test_the_200_step_table_holds_what_notebook_14_quotes_from_it():
+    """Sections 7 and 8 quote ranges over seeds 0-9 of `extrapolation.py --steps 200`: each quoted range is the stored one."""
+    record = json.loads(extrapolation.OUT.with_name("extrapolation_200_steps.json").read_text())
+    assert record["steps"] == 200
+    runs = {(r["positions"], r["seed"]): r for r in record["runs"]}
+    for positions in (*extrapolation.SCHEMES, "paper"):
+        assert sorted(seed for p, seed in runs if p == positions) == list(range(10))
+
+    def span(positions, name):
+        values = [runs[positions, seed]["accuracy"][name] for seed in range(10)]
+        return f"{min(values):.2f}-{max(values):.2f}"
+
+    def loss(positions, digits):
+        values = [runs[positions, seed]["final_loss"] for seed in range(10)]
+        return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+    notebook = "".join(
+        "".join(cell["source"])
+        for cell in json.loads((ROOT / "notebooks" / "14_modern_attention_blocks.ipynb").read_text())["cells"]
+    )
+    notebook = " ".join(notebook.split())  # line breaks inside a quoted range do not matter
+    names = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned", "none": "none", "sinusoidal": "sinusoidal"}
+    for positions, name in names.items():
+        assert f"{name} {span(positions, 'L')} / {span(positions, '4L')}" in notebook, positions
+    assert f"{loss('rope', 1)} against {loss('paper', 2)}" in notebook

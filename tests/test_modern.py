@@ -9,14 +9,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers.induction import repeated_sequences
 from helpers.modern import (
     DecoderLM,
     RMSNorm,
     SwiGLU,
+    accuracy_by_position,
     alibi_bias,
     alibi_slopes,
     apply_rotary,
     sliding_window_mask,
+    train_decoder_lm,
 )
 
 
@@ -270,6 +273,52 @@ def test_decoder_lm_is_causal_and_returns_its_weights(settings):
     assert not torch.allclose(model(changed)[0][:, 6:], logits[:, 6:])
 
 
+def _decoder_lm_from_its_parts(model, tokens):
+    """What DecoderLM's forward must compute, written from its own submodules with SDPA and the helpers above."""
+    n, h = tokens.shape[1], model.layers[0].attention.num_heads
+    x = model.embedding(tokens)
+    if model.positions == "sinusoidal":
+        x = x * math.sqrt(model.d_model) + model.pe[:n]
+    elif model.positions == "learned":
+        x = x * math.sqrt(model.d_model) + model.position_embedding.weight[:n]
+    allowed = sliding_window_mask(n, model.window or n)
+    bias = alibi_bias(h, n) if model.positions == "alibi" else torch.zeros(h, n, n)
+    bias = bias.masked_fill(~allowed, float("-inf"))
+
+    def attend(attention, y):
+        heads = [
+            layer(y).unflatten(-1, (-1, attention.d_k)).transpose(1, 2)
+            for layer in (attention.w_q, attention.w_k, attention.w_v)
+        ]
+        q, k, v = heads  # (B, h, n, d_k), (B, h_kv, n, d_k) twice
+        if model.positions == "rope":
+            q, k = apply_rotary(q), apply_rotary(k)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
+        return attention.w_o(out.transpose(1, 2).flatten(-2))
+
+    for block in model.layers:
+        if model.pre_norm:  # x + Sublayer(Norm(x))
+            x = x + attend(block.attention, block.norm1(x))
+            x = x + block.feed_forward(block.norm2(x))
+        else:  # Norm(x + Sublayer(x))
+            x = block.norm1(x + attend(block.attention, x))
+            x = block.norm2(x + block.feed_forward(x))
+    return model.output(model.final_norm(x) if model.pre_norm else x)
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_decoder_lm_equals_its_parts_composed_by_hand(settings):
+    """Each position scheme reaches the scores (RoPE on queries and keys, ALiBi as a penalty), each norm its place."""
+    torch.manual_seed(1)
+    model = DecoderLM(11, 16, 4, 2, 32, max_len=20, **{"num_kv_heads": 2, **settings}).eval()
+    for module in model.modules():  # norms away from their initial ones, so a norm left out shows
+        if isinstance(module, (RMSNorm, nn.LayerNorm)):
+            nn.init.uniform_(module.weight, 0.5, 1.5, generator=_gen(2))
+    tokens = torch.randint(0, 11, (2, 9), generator=_gen())
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens)[0], _decoder_lm_from_its_parts(model, tokens), rtol=1e-5, atol=1e-5)
+
+
 def test_decoder_lm_norm_placement_and_gqa_shapes():
     paper = DecoderLM(11, 16, 4, 1, 32)
     llama = DecoderLM(11, 16, 4, 1, 32, num_kv_heads=1, norm="rms", ffn="swiglu", positions="rope")
@@ -335,3 +384,118 @@ def test_decoder_lm_trains_without_nan():
         optimizer.step()
         first = loss.item() if first is None else first
     assert math.isfinite(loss.item()) and loss.item() < 0.5 * first
+
+
+# The length-extrapolation helpers of notebook 14 ---------------------------------------------------------------
+
+
+def test_train_decoder_lm_learns_the_repeats_and_is_seeded():
+    def run(seed):
+        torch.manual_seed(seed)
+        model = DecoderLM(16, 16, 2, 2, 32, norm="rms", ffn="swiglu", positions="rope", max_len=64)
+        return model, train_decoder_lm(model, steps=40, seed=seed, length=16, max_period=6, batch_size=8)
+
+    model, losses = run(0)
+    assert len(losses) == 40 and all(math.isfinite(v) for v in losses)
+    assert not model.training  # left in eval mode
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5  # it learns something
+    assert run(0)[1] == losses and run(1)[1] != losses  # the seed fixes the batches and the run
+
+
+def test_train_decoder_lm_changes_only_the_model_it_is_given():
+    torch.manual_seed(0)
+    model = DecoderLM(8, 8, 2, 1, 16)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    train_decoder_lm(model, steps=2, seed=0, length=12, max_period=4, batch_size=4)
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(steps=0), "steps"),
+        (dict(seed=-1), "seed"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(length=8, max_period=8), "max_period"),
+        (dict(min_period=5, max_period=4), "min_period"),
+        (dict(length=40), "max_len"),
+    ],
+)
+def test_train_decoder_lm_bad_input(kwargs, words):
+    model = DecoderLM(8, 8, 2, 1, 16, positions="learned", max_len=32)
+    with pytest.raises(ValueError) as e:
+        train_decoder_lm(model, **(dict(steps=1) | kwargs))
+    assert words in str(e.value)
+    with pytest.raises(ValueError, match="DecoderLM"):
+        train_decoder_lm(nn.Linear(2, 2))
+
+
+def test_accuracy_by_position_counts_only_predictable_queries():
+    class Oracle(nn.Module):  # predicts token i + 1 = token i + 1 - period exactly, from the true tokens
+        def __init__(self, tokens, periods, vocab):
+            super().__init__()
+            self.tokens, self.periods, self.vocab = tokens, periods, vocab
+
+        def forward(self, tokens):
+            nxt = torch.cat([tokens[:, 1:], tokens[:, :1]], dim=1)
+            return F.one_hot(nxt, self.vocab).float(), []
+
+    tokens, periods = repeated_sequences(6, 20, 9, 3, 7, _gen())
+    accuracy, counted = accuracy_by_position(Oracle(tokens, periods, 9), tokens, periods)
+    assert accuracy.shape == counted.shape == (19,)
+    expected_counts = (torch.arange(19)[None, :] >= periods[:, None]).sum(0)
+    assert torch.equal(counted, expected_counts)
+    assert torch.equal(accuracy, (expected_counts > 0).float())  # 1 where counted, 0 (not NaN) where nothing counts
+
+    class Wrong(Oracle):
+        def forward(self, tokens):
+            return F.one_hot((tokens + 1) % self.vocab, self.vocab).float(), []  # never the repeated next token
+
+    wrong, _ = accuracy_by_position(Wrong(tokens, periods, 9), tokens, periods)
+    assert torch.isfinite(wrong).all() and wrong.max() < 1
+
+
+def test_accuracy_by_position_bad_input():
+    model = DecoderLM(5, 8, 2, 1, 16)
+    tokens = torch.zeros(2, 6, dtype=torch.int64)
+    for args, words in [
+        ((tokens.float(), torch.tensor([2, 3])), "int64"),
+        ((tokens[:, :1], torch.tensor([1, 1])), "at least 2"),
+        ((tokens, torch.tensor([2])), "periods"),
+        ((tokens, torch.tensor([2, 6])), "period"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            accuracy_by_position(model, *args)
+        assert words in str(e.value)
+
+
+# Notebook 14's inline cells (tagged inline-definition) equal helpers.modern ---------------------------------------
+
+
+def _inline_namespace():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "14_modern_attention_blocks.ipynb"
+    namespace: dict = {}
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "code" and "inline-definition" in cell["metadata"].get("tags", []):
+            exec(compile("".join(cell["source"]), f"{path.name}:inline-definition", "exec"), namespace)
+    return namespace
+
+
+def test_notebook_14_inline_code_equals_helpers():
+    ns = _inline_namespace()
+    g = _gen(14)
+    x, weight = torch.randn(3, 7, 12, generator=g), torch.randn(12, generator=g)
+    norm = RMSNorm(12)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+    torch.testing.assert_close(ns["rms_norm"](x, weight), norm(x))
+    torch.testing.assert_close(ns["rotary"](x), apply_rotary(x))
+    torch.testing.assert_close(ns["rotary"](x, base=500.0), apply_rotary(x, base=500.0))
+    for h in range(1, 40):
+        torch.testing.assert_close(ns["slopes"](h), alibi_slopes(h))
+    ffn = SwiGLU(12, 20)
+    torch.testing.assert_close(ns["swiglu"](x, ffn.w1.weight, ffn.w3.weight, ffn.w2.weight), ffn(x))

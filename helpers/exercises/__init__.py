@@ -44,7 +44,7 @@ several times stores the same outputs on every Run All (each starts a fresh kern
 
 The package: :mod:`helpers.exercises._core` holds the shared machinery (fresh inputs, the time limit,
 :class:`Verdict`, the diagnoses of differences, the hints in tiers and the attempt counts, :func:`solution`,
-:func:`reset_attempts`); ``nb01`` ... ``nb13`` hold each notebook's checkers, their cases, classic mistakes and
+:func:`reset_attempts`); ``nb01`` ... ``nb14`` hold each notebook's checkers, their cases, classic mistakes and
 hints (``nb03`` the checkers of exercises 03.x); this module re-exports the public names.
 """
 
@@ -67,10 +67,12 @@ from helpers.exercises.nb10 import check_length_penalty, check_rate
 from helpers.exercises.nb11 import check_cached_attention, check_grouped_attention, check_online_softmax_update
 from helpers.exercises.nb12 import check_mean_pooling
 from helpers.exercises.nb13 import check_induction_scores, check_predictable_accuracy
+from helpers.exercises.nb14 import check_alibi_slopes, check_rms_norm, check_rotary
 
 __all__ = [
     "TIME_LIMIT_S",
     "Verdict",
+    "check_alibi_slopes",
     "check_attention",
     "check_cached_attention",
     "check_causal_mask",
@@ -89,6 +91,8 @@ __all__ = [
     "check_predictable_accuracy",
     "check_rate",
     "check_reverse_targets",
+    "check_rms_norm",
+    "check_rotary",
     "check_shift_right",
     "check_split_heads",
     "reset_attempts",

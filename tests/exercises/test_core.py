@@ -134,6 +134,9 @@ SOLUTIONS = {
     "12.1": (ex.check_mean_pooling, "hidden, attention_mask"),
     "13.1": (ex.check_induction_scores, "weights, periods"),
     "13.2": (ex.check_predictable_accuracy, "logits, tokens, periods"),
+    "14.1": (ex.check_rms_norm, "x, weight, eps"),
+    "14.2": (ex.check_rotary, "x, positions"),
+    "14.3": (ex.check_alibi_slopes, "num_heads"),
 }
 
 
@@ -738,6 +741,16 @@ def grouped_attention(q, k, v):
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
 
+def rms_norm(x, weight, eps):
+    return x.div_(torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)).mul_(weight)  # normalised in the caller's x
+
+
+def rotary(x, positions):
+    from helpers.modern import apply_rotary
+
+    return x.copy_(apply_rotary(x.clone(), positions))  # the rotated rows written over the caller's x
+
+
 IN_PLACE = [
     (ex.check_attention, attention, "query"),
     (ex.check_padding_mask, padding_mask, "lengths"),
@@ -758,6 +771,8 @@ IN_PLACE = [
     (ex.check_mean_pooling, mean_pooling, "hidden"),
     (ex.check_induction_scores, induction_scores, "periods"),
     (ex.check_predictable_accuracy, predictable_accuracy, "logits"),
+    (ex.check_rms_norm, rms_norm, "x"),
+    (ex.check_rotary, rotary, "x"),
 ]
 
 
@@ -790,7 +805,8 @@ def test_every_checker_tells_an_input_changed_in_place_and_names_it(checker, ans
 
 def test_every_checker_is_covered():
     covered = {row[0].__name__ for row in IN_PLACE if hasattr(row[0], "__name__") and row[0].__name__ != "<lambda>"}
-    without_tensors = {"check_causal_mask", "check_positional_encoding"}  # their inputs are ints: nothing to change
+    # their inputs are ints: nothing to change
+    without_tensors = {"check_causal_mask", "check_positional_encoding", "check_alibi_slopes"}
     assert covered | without_tensors == {name for name in ex.__all__ if name.startswith("check_")}
     assert ex.check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril()).passed
 
