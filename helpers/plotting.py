@@ -91,6 +91,13 @@ def _rotate_keys(key_labels, m: int, axis_width_in: float) -> bool:
     return widest * _CHAR_PT + 4 > 72 * axis_width_in / max(m, 1)
 
 
+def _label_step(count: int, axis_inches: float) -> int:
+    """Label every position, or, for more than 20 positions whose labels would overlap, every k-th one (a label
+    needs about 1.4 lines of TICK_PT text), so that long sequences keep readable labels in a small panel."""
+    fits = max(1, int(72 * axis_inches / (1.4 * TICK_PT)))
+    return 1 if count <= 20 or count <= fits else -(-count // fits)
+
+
 def _draw(ax, weights, mask, query_labels, key_labels, title, annotate, vmin, vmax, rotate_keys):
     """Draw one (n, m) heatmap on ``ax`` and return the image."""
     n, m = weights.shape
@@ -118,16 +125,20 @@ def _draw(ax, weights, mask, query_labels, key_labels, title, annotate, vmin, vm
                 value = weights[i, j]
                 colour = "black" if value > threshold else "white"
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=ANNOTATION_PT, color=colour)
-    ax.set_xticks(range(m))
-    ax.set_yticks(range(n))
+    box = ax.get_position()  # in figure fractions: the panel's size in inches, to see how many labels fit
+    width_in, height_in = box.width * ax.figure.get_figwidth(), box.height * ax.figure.get_figheight()
     ax.tick_params(labelsize=TICK_PT)
     if key_labels is not None:
-        ax.set_xticklabels(key_labels, rotation=90 if rotate_keys else 0)
+        step = _label_step(m, width_in) if rotate_keys else 1
+        ax.set_xticks(range(0, m, step), [key_labels[j] for j in range(0, m, step)], rotation=90 if rotate_keys else 0)
     else:
+        ax.set_xticks(range(m))
         ax.tick_params(axis="x", labelbottom=m <= 20)
     if query_labels is not None:
-        ax.set_yticklabels(query_labels)
+        step = _label_step(n, height_in)
+        ax.set_yticks(range(0, n, step), [query_labels[i] for i in range(0, n, step)])
     else:
+        ax.set_yticks(range(n))
         ax.tick_params(axis="y", labelleft=n <= 20)
     if title:
         ax.set_title(title, fontsize=TITLE_PT)

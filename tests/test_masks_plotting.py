@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -246,3 +248,23 @@ def test_a_colour_scale_per_layer():
     assert len([ax for ax in shared.axes if ax.get_label() == "<colorbar>"]) == 1
     fixed = plot_layers_heads(layers, scale_per_layer=True)  # vmax=1 as given, one bar per row all the same
     assert {ax.get_images()[0].get_clim() for ax in _panels(fixed)} == {(0.0, 1.0)}
+
+
+def test_long_sequences_get_every_kth_label_in_a_small_panel():
+    """32 tokens in a 1.8-inch panel: labels at every k-th position (the first kept), no two closer than they fit."""
+    labels = [f"{i}:{i % 7}" for i in range(32)]
+    weights = torch.softmax(torch.randn(2, 2, 32, 32, generator=torch.Generator().manual_seed(0)), dim=-1)
+    fig = plot_layers_heads(weights, labels, labels)
+    ax = fig.axes[0]
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    ticks = list(ax.get_yticks())
+    assert 4 <= len(rows) < 32 and rows[0] == "0:0" and rows == [labels[int(i)] for i in ticks]
+    step = ticks[1] - ticks[0]
+    assert all(b - a == step for a, b in itertools.pairwise(ticks))
+    height_in = ax.get_position().height * fig.get_figheight()
+    assert len(rows) * 1.4 * 10 <= 72 * height_in * 1.05  # they fit at 10 pt
+    plt.close(fig)
+    short = plot_attention(weights[0, 0, :12, :12], labels[:12], labels[:12])  # 20 or fewer: every label
+    assert [t.get_text() for t in short.axes[0].get_yticklabels()] == labels[:12]
+    assert [t.get_text() for t in short.axes[0].get_xticklabels()] == labels[:12]
+    plt.close(short)
