@@ -89,7 +89,8 @@ def main():
         for positions in schemes:
             rows.append(run(seed, positions, args.steps))
             print({k: v for k, v in rows[-1].items() if k != "accuracy_by_position"}, flush=True)
-    save(out, "extrapolation.py", args.seeds, rows, time.perf_counter() - start, steps=args.steps, length=L)
+    script = "extrapolation.py" if args.steps == STEPS else f"extrapolation.py --steps {args.steps}"
+    save(out, script, args.seeds, rows, time.perf_counter() - start, steps=args.steps, length=L)
 
 
 if __name__ == "__main__":
