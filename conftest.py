@@ -25,20 +25,20 @@ torch.set_num_threads(1)
 # whole run on 2 cores, measured per file) are collected first; the rest keep their order.
 SLOW_FIRST = [
     "notebooks/10_training_and_decoding.ipynb",  # ~44
-    "tests/test_site.py",  # ~44 (it builds the site and decks, shared with test_slides: tests/conftest.py)
+    "tests/course/publish/test_site.py",  # ~44 (it builds the site and decks, shared with test_slides: tests/conftest.py)
     "tests/test_browser.py",  # ~24
-    "tests/test_slides.py",  # ~26
+    "tests/course/publish/test_slides.py",  # ~26
     "notebooks/solutions/07_what_attention_learns_solutions.ipynb",  # ~23
     "notebooks/07_what_attention_learns.ipynb",  # ~17
     "notebooks/06_encoder_block.ipynb",  # ~14
     "notebooks/11_efficient_attention.ipynb",  # ~12
-    "tests/test_explorer.py",  # ~12
+    "tests/course/explorer/test_explorer.py",  # ~12
     "notebooks/13_induction_heads.ipynb",  # ~16
     "notebooks/14_modern_attention_blocks.ipynb",  # ~14
     "notebooks/solutions/13_induction_heads_solutions.ipynb",  # ~16
     "notebooks/12_a_real_trained_encoder.ipynb",  # ~10
     "notebooks/solutions/11_efficient_attention_solutions.ipynb",  # ~7
-    "tests/test_pretrained.py",  # ~7
+    "tests/helpers/test_pretrained.py",  # ~7
 ]
 
 

@@ -19,8 +19,8 @@ which follows OMP_NUM_THREADS; --threads sets it). Peak memory does not depend o
 tiled attention not on the thread count either; F.scaled_dot_product_attention's working buffers grow with it.
 
 Run from the repository root:
-    OMP_NUM_THREADS=1 python benchmarks/attention_memory.py   # n = 512 ... 8192: about 3 minutes on one core
-    python benchmarks/attention_memory.py --lengths 512 1024 --rounds 3 --no-save
+    OMP_NUM_THREADS=1 python -m benchmarks.attention_memory   # n = 512 ... 8192: about 3 minutes on one core
+    python -m benchmarks.attention_memory --lengths 512 1024 --rounds 3 --no-save
 
 Writes benchmarks/results/attention_memory.json (settings, torch version, thread count, rows) unless --no-save.
 """

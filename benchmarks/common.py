@@ -1,6 +1,6 @@
 """What the seed-sweep benchmarks share: the held-out perplexity they score, and the record they store.
 
-Each script in this folder runs as `python benchmarks/NAME.py`, so this module is imported by name from beside it.
+Each benchmark runs from the repository root as `python -m benchmarks.NAME` and imports this module as `benchmarks.common`.
 A stored result names the command that made it and the machine it ran on (torch version, the CPU's kernel
 level, threads): a trained number is a fact about that run only, and the notebooks assert the table's own
 properties, never its digits (CONTRIBUTING, "Determinism").
@@ -30,7 +30,7 @@ def held_out_perplexity(model, batch: dict, bos_id: int) -> float:
 def save(out: pathlib.Path, script: str, seeds: list[int], runs: list[dict], seconds: float, **fields) -> None:
     """Write ``runs`` to ``out`` as JSON, with the command and the machine that made them."""
     record = {
-        "command": f"python benchmarks/{script} --seeds " + " ".join(map(str, seeds)),
+        "command": f"python -m benchmarks.{script} --seeds " + " ".join(map(str, seeds)),
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "machine": platform.machine(),

@@ -18,9 +18,9 @@ a randomly initialised Table-3 base model (d_model 512, 8 heads, 6 layers, d_ff 
 1000 instead of 37000 to save memory (the embeddings and the output projection shrink; the layers do not).
 
 Run from the repository root:
-    OMP_NUM_THREADS=1 python benchmarks/decoding.py                 # about 1.5 minutes on one core (2-core machine, busy)
-    OMP_NUM_THREADS=1 python benchmarks/decoding.py --beam --base   # about 40 s more
-    python benchmarks/decoding.py --lengths 32 64 --rounds 1 --no-save
+    OMP_NUM_THREADS=1 python -m benchmarks.decoding                 # about 1.5 minutes on one core (2-core machine, busy)
+    OMP_NUM_THREADS=1 python -m benchmarks.decoding --beam --base   # about 40 s more
+    python -m benchmarks.decoding --lengths 32 64 --rounds 1 --no-save
 
 Writes benchmarks/results/decoding.json (settings, torch version, thread count, one list of rows per table) unless
 --no-save. Times depend on the machine, its load and the thread count (printed and stored).
@@ -145,7 +145,7 @@ def main() -> None:
     config = {"src_vocab_size": V, "tgt_vocab_size": V, "d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 128}
     config["dropout"] = 0.1
     saved = torch.load(MODEL, map_location="cpu", weights_only=True) if MODEL.exists() else None
-    if saved is not None and "state_dict" in saved:  # scripts/save_number_words_model.py: {config, state_dict, ...}
+    if saved is not None and "state_dict" in saved:  # course/qa/number_words_model.py: {config, state_dict, ...}
         if saved.get("config", config) != config:
             raise ValueError(f"{MODEL} holds a model of config {saved['config']}, not notebook 10's {config}")
         saved = saved["state_dict"]

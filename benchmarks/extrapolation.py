@@ -11,9 +11,9 @@ to L, from L to 2L, from 2L to 4L), the accuracy at each query position (3 decim
 training loss (the mean of the last 20 steps) and the seconds it took. Notebook 14 (section 7) prints the stored table
 (means and spreads over seeds) and asserts its properties.
 
-    python benchmarks/extrapolation.py                  # seeds 0-9: 50 runs, about 7 minutes on one idle core
-    python benchmarks/extrapolation.py --seeds 0 1 2    # other seeds
-    python benchmarks/extrapolation.py --steps 200      # the notebook's 200 steps, plus section 8's 2017 block
+    python -m benchmarks.extrapolation                  # seeds 0-9: 50 runs, about 7 minutes on one idle core
+    python -m benchmarks.extrapolation --seeds 0 1 2    # other seeds
+    python -m benchmarks.extrapolation --steps 200      # the notebook's 200 steps, plus section 8's 2017 block
 
 With `--steps 200` it trains as the notebook does, and adds section 8's 2017 block (post-norm LayerNorm, ReLU at
 d_ff 128, sinusoids, 4 key/value heads; "paper" in the table) to the five, so that the notebook's prose can quote
@@ -29,8 +29,8 @@ import pathlib
 import time
 
 import torch
-from common import save
 
+from benchmarks.common import save
 from helpers.induction import repeated_sequences
 from helpers.modern import DecoderLM, accuracy_by_position, train_decoder_lm
 
@@ -89,7 +89,7 @@ def main():
         for positions in schemes:
             rows.append(run(seed, positions, args.steps))
             print({k: v for k, v in rows[-1].items() if k != "accuracy_by_position"}, flush=True)
-    script = "extrapolation.py" if args.steps == STEPS else f"extrapolation.py --steps {args.steps}"
+    script = "extrapolation" if args.steps == STEPS else f"extrapolation --steps {args.steps}"
     save(out, script, args.seeds, rows, time.perf_counter() - start, steps=args.steps, length=L)
 
 

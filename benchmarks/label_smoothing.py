@@ -7,8 +7,8 @@ of the average of the last 5 checkpoints, and the held-out perplexity (exp of th
 cross-entropy, eval mode) of the last checkpoint, and the seconds it took. Notebook 10 (section 10) prints the
 stored table (means and spreads over seeds) and asserts its properties.
 
-    python benchmarks/label_smoothing.py                  # seeds 0-9: 20 runs, about 10 minutes on one idle core
-    python benchmarks/label_smoothing.py --seeds 0 1 2    # other seeds
+    python -m benchmarks.label_smoothing                  # seeds 0-9: 20 runs, about 10 minutes on one idle core
+    python -m benchmarks.label_smoothing --seeds 0 1 2    # other seeds
 
 Runs with one thread, as the notebooks do. On the machine that runs it, seed 0 with smoothing is notebook 10's
 section 5 run; another CPU's kernels give another trajectory for every seed, so read the table by its means and
@@ -22,9 +22,9 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import held_out_perplexity, save
 
 import helpers
+from benchmarks.common import held_out_perplexity, save
 from helpers.decoding import greedy_decode
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
 from helpers.transformer import Transformer, shift_right
@@ -91,7 +91,7 @@ def main():
         for ls in SMOOTHING:
             rows.append(run(seed, ls, test_numbers, test_batch))
             print(rows[-1], flush=True)
-    save(OUT, "label_smoothing.py", args.seeds, rows, time.perf_counter() - start)
+    save(OUT, "label_smoothing", args.seeds, rows, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

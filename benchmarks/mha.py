@@ -8,8 +8,8 @@ already-projected heads (no projections), as a floor. The last row times our
 need_weights=True path (the one used for plots), which materialises the weights.
 
 Run from the repository root:
-    python benchmarks/mha.py                  # the issue's setting: B=8, n=512, d_model=512, 8 heads
-    python benchmarks/mha.py --lengths 128 256 512 1024 --rounds 15
+    python -m benchmarks.mha                  # the issue's setting: B=8, n=512, d_model=512, 8 heads
+    python -m benchmarks.mha --lengths 128 256 512 1024 --rounds 15
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ perplexity (exp of the mean per-token unsmoothed cross-entropy, eval mode), the 
 bytes of the decoder's key/value cache per target token. Exercise 11.5's solution prints the stored table (means and
 spreads over seeds) and asserts its properties.
 
-    python benchmarks/shared_kv_heads.py                 # seeds 0-19: 60 runs, 4 minutes on an idle core, 12 loaded
-    python benchmarks/shared_kv_heads.py --seeds 0 1 2   # other seeds
+    python -m benchmarks.shared_kv_heads                 # seeds 0-19: 60 runs, 4 minutes on an idle core, 12 loaded
+    python -m benchmarks.shared_kv_heads --seeds 0 1 2   # other seeds
 
 Runs with one thread, as the notebooks do. One run's numbers depend on the CPU's kernels as much as on the seed
 (another CPU gives another trajectory), so read the table by its means and spreads. Writes
@@ -26,8 +26,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import held_out_perplexity, save
 
+from benchmarks.common import held_out_perplexity, save
 from helpers.decoder import KVCache
 from helpers.decoding import greedy_decode
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
@@ -109,7 +109,7 @@ def main() -> None:
     print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
     save(
         OUT,
-        "shared_kv_heads.py",
+        "shared_kv_heads",
         args.seeds,
         runs,
         seconds,

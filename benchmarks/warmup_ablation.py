@@ -17,8 +17,8 @@ matters much less. For each run it records greedy exact match on the section's 2
 the held-out perplexity (exp of the mean per-token unsmoothed cross-entropy, eval mode), and the seconds it took.
 Notebook 10 prints the stored table (means and spreads over seeds) and asserts its properties.
 
-    python benchmarks/warmup_ablation.py                  # seeds 0-9: 80 runs, about 4 minutes on one idle core
-    python benchmarks/warmup_ablation.py --seeds 0 1 2    # other seeds
+    python -m benchmarks.warmup_ablation                  # seeds 0-9: 80 runs, about 4 minutes on one idle core
+    python -m benchmarks.warmup_ablation --seeds 0 1 2    # other seeds
 
 Runs with one thread, as the notebooks do. The numbers of one run depend on the CPU's kernels as much as on the
 seed (another CPU gives another trajectory), so read the table by its means and spreads. Writes
@@ -33,8 +33,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from common import held_out_perplexity, save
 
+from benchmarks.common import held_out_perplexity, save
 from helpers.decoding import greedy_decode
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
 from helpers.transformer import Transformer, shift_right
@@ -115,7 +115,7 @@ def main() -> None:
                 print(runs[-1], flush=True)
     seconds = time.perf_counter() - start
     print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
-    save(OUT, "warmup_ablation.py", args.seeds, runs, seconds, warmup_steps=WARMUP)
+    save(OUT, "warmup_ablation", args.seeds, runs, seconds, warmup_steps=WARMUP)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,12 @@ from matplotlib.figure import Figure
 __all__ = ["DPI", "plot_attention", "plot_heads", "plot_layers_heads"]
 
 CMAP = "viridis"
-MASKED_COLOUR = (0.815, 0.815, 0.815, 1.0)  # RGBA of a masked cell: light grey, #d0d0d0 (helpers/explorer.js too)
+MASKED_COLOUR = (
+    0.815,
+    0.815,
+    0.815,
+    1.0,
+)  # RGBA of a masked cell: light grey, #d0d0d0 (course/explorer/explorer.js too)
 CROSS_COLOUR = "#505050"  # the cross over a masked cell
 DPI = 130  # sharp on a projector and a HiDPI screen; the largest notebook stays well under 1 MB
 

@@ -1,5 +1,5 @@
 """Each test starts with no attempts counted: the checkers' hints depend on how many attempts at an exercise failed
-before (``helpers.exercises`` counts them per kernel, or here per test process). The HTML site and its decks are
+before (``course.exercises`` counts them per kernel, or here per test process). The HTML site and its decks are
 built once per run (``built_site``)."""
 
 import os
@@ -15,17 +15,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def _no_attempts_counted():
-    from helpers import exercises
+    from course import exercises
 
     exercises.reset_attempts()
     yield
 
 
 def _build_site(out: Path) -> str:
-    """Run scripts/build_html.py (which builds the slide decks into the site's slides/ folder); returns its report."""
+    """Run course/publish/site.py (which builds the slide decks into the site's slides/ folder); returns its report."""
     start = time.monotonic()
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_html.py"), "--out", str(out)],
+        [sys.executable, "-m", "course.publish.site", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -38,8 +38,8 @@ def _build_site(out: Path) -> str:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> Path:
-    """The HTML site with its slide decks (out/slides/), built once per test run for tests/test_site.py and
-    tests/test_slides.py (12 s of the run, decks included). Under pytest-xdist those two files run in different
+    """The HTML site with its slide decks (out/slides/), built once per test run for tests/course/publish/test_site.py and
+    tests/course/publish/test_slides.py (12 s of the run, decks included). Under pytest-xdist those two files run in different
     worker processes: the first to get here builds into the run's shared temporary folder, the other waits for it.
     os.mkdir is atomic on every platform, so it is the claim."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: its own folder

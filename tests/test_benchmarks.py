@@ -7,13 +7,13 @@ seed, and require the same numbers, so that neither can drift from the other unn
 """
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks import extrapolation, warmup_ablation
 from helpers.decoding import greedy_decode
 from helpers.induction import repeated_sequences
 from helpers.modern import DecoderLM, accuracy_by_position, train_decoder_lm
@@ -21,9 +21,6 @@ from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_
 from helpers.transformer import Transformer, shift_right
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import extrapolation  # noqa: E402
-import warmup_ablation  # noqa: E402
 
 
 def _notebook_toy_run():

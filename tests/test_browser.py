@@ -9,10 +9,10 @@ diagram is on the page. It does this for the first notebook with an attention vi
 (``_notebooks_to_open`` says why one notebook, and why not the one with the most plots), and leaves a
 screenshot next to a short report in build/browser/.
 
-Where that notebook shows interactive attention views (helpers/explorer.py), each must have started, and
+Where that notebook shows interactive attention views (course/explorer/__init__.py), each must have started, and
 ``exercise_explorer`` clicks a layer, a head, a query, "all heads" and a key and uses the keys in each, reading
-back from the page that the lines and the heatmap show the weights the view holds (tests/test_site.py and
-tests/test_slides.py use it for the site and a deck). A second test opens the smallest stored notebook with a view
+back from the page that the lines and the heatmap show the weights the view holds (tests/course/publish/test_site.py and
+tests/course/publish/test_slides.py use it for the site and a deck). A second test opens the smallest stored notebook with a view
 as it is, untrusted: JupyterLab strips the scripts and each view must show its static figure. The browser may
 reach only the local server.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.explorer import decode_payload
+from course.explorer import decode_payload
 
 pytestmark = pytest.mark.browser
 
@@ -82,7 +82,7 @@ def _png_count(path: Path) -> int:
 
 
 def _explorer_count(path: Path) -> int:
-    """Outputs of helpers.explorer's attention view (text/html with its marker) in a stored notebook."""
+    """Outputs of course.explorer's attention view (text/html with its marker) in a stored notebook."""
     nb = json.loads(path.read_text())
     return sum(
         "data-attention-explorer" in "".join(output.get("data", {}).get("text/html", ""))
@@ -102,7 +102,7 @@ def _notebooks_to_open() -> list[Path]:
     driven inside JupyterLab (its keys and clicks must not reach JupyterLab's own shortcuts).
 
     One notebook proves the reader's side: JupyterLab starts, the kernel is this environment's, figures, diagrams
-    and views render. Every notebook's kernel side is proven by nbval, and tests/test_site.py draws every stored
+    and views render. Every notebook's kernel side is proven by nbval, and tests/course/publish/test_site.py draws every stored
     figure and drives every view in Chromium. Each further notebook run here costs 12 s (01) to 30 s (07, which
     trains) of the test command's three minutes on two cores."""
     numbered = [p for p in NOTEBOOKS if p.parent.name == "notebooks"]
@@ -364,8 +364,8 @@ def _run_all_from_menu(page) -> None:
     raise AssertionError("Run > Run All Cells never started the first cell")
 
 
-# --- The interactive attention view (helpers/explorer.py), driven like a reader: used here (JupyterLab), in
-# tests/test_site.py (the HTML site) and tests/test_slides.py (a deck). What is drawn is read back from the DOM:
+# --- The interactive attention view (course/explorer/__init__.py), driven like a reader: used here (JupyterLab), in
+# tests/course/publish/test_site.py (the HTML site) and tests/course/publish/test_slides.py (a deck). What is drawn is read back from the DOM:
 # every line and heatmap cell carries data-query, data-key, data-head and data-weight (two decimals).
 EXPLORER = ".attn-x"
 DRAWN_JS = """(view) => {
@@ -414,7 +414,7 @@ def _drawn_lines(drawn: dict) -> dict:
 def exercise_explorer(view, data: dict, page) -> str:
     """Click a layer, a head, a query, "all heads" and a key, toggle heads by their colour squares, and use the
     keyboard, in one live view (a playwright locator); after each step the lines and the heatmap must show the right
-    weights of ``data`` (decoded by helpers.explorer.decode_payload). Returns a one-line summary.
+    weights of ``data`` (decoded by course.explorer.decode_payload). Returns a one-line summary.
 
     Views stored before the colour squares toggled heads (issue 19: E6, E8) have no ``[data-toggle]`` buttons: for
     them the toggling, the per-head readout and the hovered cell's outline are not asked for."""
@@ -644,7 +644,7 @@ def test_stored_attention_view_shows_its_figure_when_untrusted(lab, browser_cont
     """A notebook opened as stored, never run or trusted here: JupyterLab strips the views' scripts, and each view
     must then show its static figure (the PNG inside its HTML) and say how to get the interactive view."""
     if not lab["stored"]:
-        pytest.skip("no notebook shows an attention view (helpers.explorer)")
+        pytest.skip("no notebook shows an attention view (course.explorer)")
     name = lab["stored"][0]
     expected = _explorer_count(ROOT / "notebooks" / name)
     page = browser_context.new_page()

@@ -8,7 +8,6 @@ oversized notebooks fail loudly instead.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import re
@@ -24,10 +23,7 @@ NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_c
 MAX_BYTES = 1_000_000
 # The language_info fields that do not depend on the machine ("version" does), as the script that
 # re-executes the notebooks keeps them.
-_spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
-_script = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_script)
-KEEP_LANGUAGE_INFO = set(_script.KEEP_LANGUAGE_INFO)
+from course.qa.execute import KEEP_LANGUAGE_INFO  # noqa: E402
 
 
 def test_there_are_notebooks():
@@ -66,11 +62,11 @@ def test_notebook_is_stored_executed_and_clean(path: Path):
         split = any(a == b and a[0] == "stream" for a, b in itertools.pairwise(kinds))
         assert not split, (
             f"{path.name}: printed text stored in pieces (their cut depends on timing) in cell "
-            f"{''.join(cell['source'])[:60]!r}; re-execute with scripts/execute_notebooks.py, which joins them"
+            f"{''.join(cell['source'])[:60]!r}; re-execute with course/qa/execute.py, which joins them"
         )
     assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, f"{path.name}: stray metadata {set(nb['metadata'])}"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    # What depends on the machine that ran the notebook (scripts/execute_notebooks.py strips it).
+    # What depends on the machine that ran the notebook (course/qa/execute.py strips it).
     machine = set(nb["metadata"].get("language_info", {})) - set(KEEP_LANGUAGE_INFO)
     assert not machine, f"{path.name}: machine-specific language_info {machine}; re-execute with the script"
     text = path.read_text()
@@ -119,13 +115,12 @@ def test_the_saved_model_comes_from_notebook_10_as_it_is_now():
     records a digest of notebook 10's code; if the code changed since, the weights may be stale."""
     import torch
 
-    spec = importlib.util.spec_from_file_location("save_model", ROOT / "scripts" / "save_number_words_model.py")
-    save_model = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(save_model)
+    from course.qa import number_words_model as save_model
+
     saved = torch.load(save_model.OUT, weights_only=True)
     assert saved["notebook_10_code_sha256"] == save_model.code_digest(save_model.NOTEBOOK), (
         "notebook 10's code changed since notebooks/data/number_words_model.pt was saved: "
-        "run `python scripts/save_number_words_model.py` and re-execute notebook 11"
+        "run `python -m course.qa.number_words_model` and re-execute notebook 11"
     )
     # Trained on the CPU that saved it: a well-trained run of the recipe, not one exact score (notebook 11 asserts
     # the same bar on the held-out numbers).

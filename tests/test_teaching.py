@@ -2,7 +2,7 @@
 
 Every section reference such as `03 §10–11` must name numbered headings of that notebook, every exercise an
 `### Exercise NN.K` heading (and "(checked)" only where the notebook's exercise is checked), every deck a deck
-that scripts/build_slides.py builds; every numbered notebook is taught in some session, with its deck; each
+that course/publish/slides.py builds; every numbered notebook is taught in some session, with its deck; each
 session's table runs from 0 to 90 minutes without a gap.
 """
 
@@ -11,10 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 from pathlib import Path
 
-from test_glossary import _headings
+from tests.test_glossary import _headings
 
 ROOT = Path(__file__).resolve().parent.parent
 TEACHING = ROOT / "TEACHING.md"
@@ -64,8 +63,7 @@ def test_exercises_exist_and_checked_ones_are_checked():
 
 
 def test_every_numbered_notebook_is_taught_with_its_deck():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import build_slides
+    from course.publish import slides as build_slides
 
     decks = {build_slides.deck_name(p) for p in build_slides.deck_notebooks(ROOT)}
     named = set(re.findall(r"`(\d\d_\w+\.slides\.html)`", _text()))

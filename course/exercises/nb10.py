@@ -1,0 +1,269 @@
+"""Notebook 10, training and decoding: the checkers of exercises 10.x and their classic mistakes."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+
+from course.exercises.engine import (
+    Verdict,
+    _answer_codes,
+    _Case,
+    _check,
+    _counted,
+    _generator,
+    _hints,
+    _Mistake,
+)
+from helpers import training
+from helpers.decoding import length_penalty
+
+
+def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
+    steps = steps.double()
+    if how == "max":
+        return d_model**-0.5 * torch.maximum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "no d_model":
+        return torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "sqrt d_model":
+        return d_model**0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+    if how == "warmup exponent":
+        return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-0.5)
+    if how == "no warm-up":
+        return d_model**-0.5 * steps**-0.5
+    if how == "from 0":
+        return _rate_variant(steps - 1, d_model, warmup_steps).nan_to_num(posinf=0.0)
+    if how == "one ahead":
+        return _rate_variant(steps + 1, d_model, warmup_steps)
+    return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+
+def _in_peak_units(rate: Callable) -> Callable:
+    """``rate`` divided by Eq. 3's peak ``(d_model * warmup_steps) ** -0.5``: values near 1, so the absolute part of
+    the tolerance (ATOL) no longer dominates and every comparison is, in effect, relative (rates are ~1e-3)."""
+
+    def scaled(steps, d_model, warmup_steps):
+        result = rate(steps, d_model, warmup_steps)
+        return result * (d_model * warmup_steps) ** 0.5 if isinstance(result, torch.Tensor) else result
+
+    return scaled
+
+
+def _rate_cases() -> list[_Case]:
+    """Rates span more than three orders of magnitude: the cases are ``relative`` ("close" means within 1% of
+    each rate)."""
+    sampled, every = torch.arange(1, 30001, 37, dtype=torch.float64), torch.arange(1, 601, dtype=torch.float64)
+    return [
+        _Case(
+            "steps 1..30000, d_model=512, warmup_steps=4000",
+            (sampled, 512, 4000),
+            relative=True,
+            labels=("step", [int(step) for step in sampled.tolist()]),
+        ),
+        _Case(
+            "steps 1..600, d_model=16, warmup_steps=50",
+            (every, 16, 50),
+            relative=True,
+            labels=("step", [int(step) for step in every.tolist()]),
+        ),
+    ]
+
+
+def _helper_rate(steps, d_model, warmup_steps):
+    """The reference: ``helpers.training.rate`` (Eq. 3 for one step) at every step of the tensor."""
+    return torch.tensor(
+        [training.rate(int(step), d_model, warmup_steps) for step in steps.tolist()], dtype=torch.float64
+    )
+
+
+def _rate_mistake(key: str, how: str, diagnosis: str) -> _Mistake:
+    """A classic mistake of Eq. 3, in units of the peak rate (as the checker compares)."""
+    return _Mistake(key, _in_peak_units(functools.partial(_rate_variant, how=how)), diagnosis)
+
+
+RATE_MISTAKES = [
+    _rate_mistake(
+        "max for min",
+        "max",
+        "max takes the larger of the two terms, so the rate starts at its largest and never warms up: Eq. 3 takes "
+        "the smaller one, min(step^-0.5, step * warmup_steps^-1.5).",
+    ),
+    _rate_mistake(
+        "no d_model factor",
+        "no d_model",
+        "the shape is right but the scale is not: Eq. 3 multiplies by d_model^-0.5.",
+    ),
+    _rate_mistake(
+        "d_model^+0.5",
+        "sqrt d_model",
+        "the rate is multiplied by sqrt(d_model) instead of divided: the factor is d_model^-0.5, smaller for wider "
+        "models.",
+    ),
+    _rate_mistake(
+        "warm-up exponent",
+        "warmup exponent",
+        "the warm-up term uses warmup_steps^-0.5: it is step * warmup_steps^-1.5, so that both terms meet at "
+        "step = warmup_steps.",
+    ),
+    _rate_mistake(
+        "no warm-up",
+        "no warm-up",
+        "only the decay term is there: during the first warmup_steps steps the rate must grow linearly, "
+        "step * warmup_steps^-1.5.",
+    ),
+    _rate_mistake(
+        "steps from 0",
+        "from 0",
+        "the steps are shifted by one: the steps you are given count from 1 already (LambdaLR's shift is "
+        "outside this function).",
+    ),
+    _rate_mistake(
+        "steps + 1",
+        "one ahead",
+        "the steps are shifted by one, one step ahead: step 1 gets the rate of step 2, twice too large, and the "
+        "peak comes at step warmup_steps - 1. The steps you are given are already the step numbers, counting "
+        "from 1 (LambdaLR's shift from 0 is outside this function): use them as they are.",
+    ),
+]
+
+
+_RATE_HINTS = _hints(
+    "10.1",
+    "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
+    "square root that decays after it, both scaled by one factor that depends on the model's width. The steps "
+    "you are given already count from 1. To see a difference, print your rate at step 1, at warmup_steps and "
+    "at 4 x warmup_steps: the middle one is the peak, (d_model x warmup_steps)^-1/2, the first is "
+    "warmup_steps times smaller, and the last half the peak.",
+    "compute the two curves of Eq. 3 as whole tensors (steps**-0.5 and the warm-up line) and take their "
+    "elementwise minimum with torch.minimum, not Python's min; check the factor in front.",
+    "return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)  # Eq. 3, step by step",
+)
+
+
+@_counted
+def check_rate(rate: Callable) -> Verdict:
+    """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
+
+    Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
+    relative (about 1e-4) at every step, late small rates included."""
+    return _check(
+        "Exercise 10.1 the learning rate of Eq. 3",
+        _in_peak_units(rate) if callable(rate) else rate,
+        _in_peak_units(_helper_rate),
+        _rate_cases(),
+        RATE_MISTAKES,
+        _RATE_HINTS,
+        codes=_answer_codes(rate) if callable(rate) else set(),
+        notes=(
+            "The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2; the first case "
+            "samples every 37th step, the second every step.",
+        ),
+        inputs=("steps", "d_model", "warmup_steps"),
+    )
+
+
+def _score_variant(sum_log_p, lengths, alpha, *, how="right"):
+    lengths = lengths.to(sum_log_p.dtype)
+    if how == "none":
+        return sum_log_p.clone()
+    if how == "times":
+        return sum_log_p * ((5 + lengths) / 6) ** alpha
+    if how == "no eos":
+        return sum_log_p / ((4 + lengths) / 6) ** alpha
+    if how == "no alpha":
+        return sum_log_p / ((5 + lengths) / 6)
+    if how == "mean":
+        return sum_log_p / lengths
+    if how == "precedence":  # (5 + |Y|) / 6 ** alpha: the power binds tighter than the division
+        return sum_log_p / ((5 + lengths) / 6**alpha)
+    if how == "length^alpha":
+        return sum_log_p / lengths**alpha
+    return sum_log_p / ((5 + lengths) / 6) ** alpha
+
+
+def _score_cases() -> list[_Case]:
+    g = _generator(14)
+    lengths = torch.tensor([1, 2, 3, 5, 8, 13])
+    return [
+        _Case("6 hypotheses, alpha=0.6", (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths, 0.6)),
+        _Case(
+            "6 hypotheses, alpha=1.5",
+            (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths.flip(0), 1.5),
+        ),
+    ]
+
+
+def _helper_scores(sum_log_p, lengths, alpha):
+    """The reference: each sum divided by ``helpers.decoding.length_penalty`` of its length."""
+    penalties = [length_penalty(int(length), alpha) for length in lengths.tolist()]
+    return sum_log_p / torch.tensor(penalties, dtype=sum_log_p.dtype)
+
+
+SCORE_MISTAKES = [
+    _Mistake(
+        "no penalty",
+        lambda s, n, a: _score_variant(s, n, a, how="none"),
+        "the scores are the plain sums of log-probabilities: divide each by lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "multiplied",
+        lambda s, n, a: _score_variant(s, n, a, how="times"),
+        "the sums are multiplied by "
+        "lp(Y): divide instead, so that longer hypotheses' (more negative) sums shrink towards 0.",
+    ),
+    _Mistake(
+        "<eos> not counted",
+        lambda s, n, a: _score_variant(s, n, a, how="no eos"),
+        "|Y| is one too small: the lengths you are given already count every generated token, <eos> included.",
+    ),
+    _Mistake(
+        "alpha ignored",
+        lambda s, n, a: _score_variant(s, n, a, how="no alpha"),
+        "the penalty is not raised to the power alpha: lp(Y) = ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "mean log p",
+        lambda s, n, a: _score_variant(s, n, a, how="mean"),
+        "dividing by the length gives "
+        "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "length ** alpha",
+        lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
+        "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
+    ),
+    _Mistake(
+        "precedence",
+        lambda s, n, a: _score_variant(s, n, a, how="precedence"),
+        "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
+        "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
+    ),
+]
+
+
+_SCORE_HINTS = _hints(
+    "10.2",
+    "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
+    "number of generated tokens, <eos> included (Wu et al., 2016): how does it use the length, the constants "
+    "5 and 6, and alpha? To see a difference, print your scores for alpha = 0 (they must equal the sums) and "
+    "for one token (the penalty of a one-token hypothesis is 1 for every alpha).",
+    "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
+    "and where alpha goes in GNMT's formula.",
+    "lp = ((5 + lengths) / 6) ** alpha  # GNMT's length penalty; |Y| counts <eos>\nreturn sum_log_p / lp",
+)
+
+
+@_counted
+def check_length_penalty(score: Callable) -> Verdict:
+    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
+    return _check(
+        "Exercise 10.2 the length penalty",
+        score,
+        _helper_scores,
+        _score_cases(),
+        SCORE_MISTAKES,
+        _SCORE_HINTS,
+        inputs=("sum_log_p", "lengths", "alpha"),
+    )

@@ -1,0 +1,67 @@
+"""The seed shift of course/qa/platforms.py: it moves every seed written in the series' forms, and nothing else."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from course.qa import platforms as check_platforms
+from course.qa.platforms import shift_seeds
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize(
+    ("source", "shifted"),
+    [
+        ("helpers.set_seed(0)\nx = 1", "helpers.set_seed(3)\nx = 1"),
+        ("_ = torch.manual_seed(12345)", "_ = torch.manual_seed(12348)"),
+        ("g = torch.Generator().manual_seed(1)", "g = torch.Generator().manual_seed(4)"),
+        ("rng = np.random.default_rng(7)", "rng = np.random.default_rng(10)"),
+        ("train(model, seed=0, log_every=50)", "train(model, seed=3, log_every=50)"),
+        ("SEED = 4\nx = 2", "SEED = 7\nx = 2"),
+        ("base_seed=2, x", "base_seed=5, x"),
+        ("SEEDS = range(0, 20)", "SEEDS = range(3, 23)"),
+        ("for seed in range(3):\n    pass", "for seed in range(3, 6):\n    pass"),
+    ],
+)
+def test_seeds_in_the_series_forms_are_shifted(source, shifted):
+    assert shift_seeds(source, 3) == shifted
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["n_seeds = 20", "if seed == 0:\n    pass", "seed=0.5", "helpers.set_seed(num_layers)", "x = torch.randn(3, 4)"],
+)
+def test_other_numbers_are_left_alone(source):
+    assert shift_seeds(source, 3) == source
+
+
+RANDOM = re.compile(r"\btorch\.(randn|rand|randint|randperm|normal)\(|nn\.(Linear|Embedding|MultiheadAttention)\(")
+
+
+@pytest.mark.parametrize("path", check_platforms.NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_that_draws_random_numbers_has_a_seed_the_check_can_move(path):
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    code = "\n".join("".join(c["source"]) for c in cells)
+    if RANDOM.search(code):
+        assert shift_seeds(code, 1) != code, (
+            f"{path.name} draws random numbers but writes no seed in a form the check shifts"
+        )
+
+
+MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION", "NBVAL_SKIP"}
+
+
+@pytest.mark.parametrize("path", check_platforms.NOTEBOOKS, ids=lambda p: p.name)
+def test_every_nbval_marker_is_one_nbval_reads(path):
+    # nbval honours a marker only when it is the whole comment: "# NBVAL_IGNORE_OUTPUT: timings" is silently
+    # a plain comment, and the output it meant to ignore is compared after all.
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            comment = line.strip().lstrip("#").strip() if line.strip().startswith("#") else ""
+            if comment.startswith("NBVAL"):
+                assert comment in MARKERS, f"{path.name}: {line.strip()!r} is not a marker nbval reads"
