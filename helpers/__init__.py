@@ -4,7 +4,6 @@ Modules:
     attention  scaled dot-product attention (Eq. 1) and multi-head attention (§3.2.2)
     masks      causal and padding masks (True = may attend)
     plotting   attention heatmaps that return matplotlib Figures
-    explorer   an interactive attention view (offline HTML + JS, PNG fallback) for JupyterLab, the site and the slides
     encoder    positional encoding (§3.5), feed-forward (§3.3), encoder block and stack (§3.1)
     decoder    decoder block and stack (§3.1), and the key/value cache for decoding (notebook 11)
     transformer  the whole encoder-decoder model with shared embeddings (§3, §3.4), Table 3's sizes
@@ -16,7 +15,7 @@ Modules:
     pretrained  all-MiniLM-L6-v2 in our own encoder, read offline from an installed wheel (notebook 12)
     induction  a repeated-sequence task, a 2-layer attention-only model and the scores that find its induction heads (notebook 13)
     modern     RMSNorm, rotary positions, ALiBi, SwiGLU, sliding windows and a decoder-only model (notebook 14)
-    exercises  checkers for the notebooks' exercises, with diagnoses of classic mistakes
+    checks     argument checks shared by every module, and shape_text, how a value reads in an error message
 """
 
 from __future__ import annotations

@@ -20,13 +20,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.checks import is_int, positive_int
+from helpers.checks import is_int, positive_int, shape_text
 
-__all__ = ["MultiHeadAttention", "check_mask", "combine_heads", "scaled_dot_product_attention", "split_heads"]
-
-
-def _shape(t: torch.Tensor) -> tuple[int, ...]:
-    return tuple(t.shape)
+__all__ = [
+    "MultiHeadAttention",
+    "check_mask",
+    "check_qkv",
+    "combine_heads",
+    "scaled_dot_product_attention",
+    "split_heads",
+]
 
 
 def check_mask(mask: torch.Tensor | None, target_shape: tuple[int, ...]) -> None:
@@ -49,36 +52,39 @@ def check_mask(mask: torch.Tensor | None, target_shape: tuple[int, ...]) -> None
         broadcast = None
     if broadcast != torch.Size(target_shape):
         raise ValueError(
-            f"mask of shape {_shape(mask)} does not broadcast to the attention scores "
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
             f"of shape {tuple(target_shape)} (..., n queries, m keys)"
         )
 
 
-def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
-    """Validate Eq. 1's operands and return the shape of the scores ``(..., n, m)``."""
+def check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
+    """Raise ``ValueError`` unless Eq. 1's operands fit together; return the shape of the scores ``(..., n, m)``.
+
+    ``query (..., n, d_k)``, ``key (..., m, d_k)``, ``value (..., m, d_v)``, leading dimensions broadcasting.
+    """
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() < 2:
             raise ValueError(
-                f"{name} must have at least 2 dimensions (..., positions, features), got shape {_shape(t)}"
+                f"{name} must have at least 2 dimensions (..., positions, features), got shape {tuple(t.shape)}"
             )
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(
             f"query and key must have the same last dimension d_k: "
-            f"query {_shape(query)} has d_k={query.shape[-1]}, key {_shape(key)} has d_k={key.shape[-1]}"
+            f"query {tuple(query.shape)} has d_k={query.shape[-1]}, key {tuple(key.shape)} has d_k={key.shape[-1]}"
         )
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(
             f"key and value must have the same number of positions m: "
-            f"key {_shape(key)} has m={key.shape[-2]}, value {_shape(value)} has m={value.shape[-2]}"
+            f"key {tuple(key.shape)} has m={key.shape[-2]}, value {tuple(value.shape)} has m={value.shape[-2]}"
         )
     try:
         batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     except RuntimeError:
         raise ValueError(
-            f"leading (batch) dimensions do not broadcast: query {_shape(query)}, "
-            f"key {_shape(key)}, value {_shape(value)}"
+            f"leading (batch) dimensions do not broadcast: query {tuple(query.shape)}, "
+            f"key {tuple(key.shape)}, value {tuple(value.shape)}"
         ) from None
     return (*batch, query.shape[-2], key.shape[-2])
 
@@ -105,7 +111,7 @@ def scaled_dot_product_attention(
         key at all gets all-zero weights and a zero output (never NaN), and
         gradients stay finite.
     """
-    scores_shape = _check_qkv(query, key, value)
+    scores_shape = check_qkv(query, key, value)
     check_mask(mask, scores_shape)
 
     d_k = query.shape[-1]
@@ -132,12 +138,12 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """
     positive_int("num_heads", num_heads)
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+        got = shape_text(x, dtype=False)
         raise ValueError(f"x must have shape (B, n, d_model) to split into heads, got {got}")
     B, n, d_model = x.shape
     if d_model % num_heads != 0:
         raise ValueError(
-            f"x of shape {_shape(x)} does not split into num_heads={num_heads}: d_model={d_model} is not "
+            f"x of shape {tuple(x.shape)} does not split into num_heads={num_heads}: d_model={d_model} is not "
             f"divisible by {num_heads} (each head needs d_k = d_model / num_heads features)"
         )
     return x.view(B, n, num_heads, d_model // num_heads).transpose(1, 2)  # (B, n, h, d_k) -> (B, h, n, d_k)
@@ -151,7 +157,7 @@ def combine_heads(x: torch.Tensor) -> torch.Tensor:
     row by row, so ``view`` would refuse; ``reshape`` copies).
     """
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        got = _shape(x) if isinstance(x, torch.Tensor) else type(x).__name__
+        got = shape_text(x, dtype=False)
         raise ValueError(f"x must have shape (B, h, n, d_k) to combine its heads, got {got}")
     B, h, n, d_k = x.shape
     return x.transpose(1, 2).reshape(B, n, h * d_k)  # (B, h, n, d_k) -> (B, n, h, d_k) -> (B, n, h d_k)
@@ -232,16 +238,16 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(self, query, key, value, mask) -> None:
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
-                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                got = shape_text(t, dtype=False)
                 raise ValueError(f"{name} must have shape (B, positions, d_model={self.d_model}), got {got}")
         if key.shape[1] != value.shape[1]:
             raise ValueError(
-                f"key and value must have the same number of positions m: key {_shape(key)}, value {_shape(value)}"
+                f"key and value must have the same number of positions m: key {tuple(key.shape)}, value {tuple(value.shape)}"
             )
         if not query.shape[0] == key.shape[0] == value.shape[0]:
             raise ValueError(
                 f"query, key and value must have the same batch size B: "
-                f"query {_shape(query)}, key {_shape(key)}, value {_shape(value)}"
+                f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
             )
         self._check_mask(mask, query.shape[0], query.shape[1], key.shape[1])
 
@@ -292,7 +298,7 @@ class MultiHeadAttention(nn.Module):
         else:
             q = self.w_q(query)  # (B, n, h d_k)
             k, v = self.project_kv(key, value)  # (B, h_kv, m, d_k), (B, h_kv, m, d_v)
-        return self._attend(q, k, v, mask, need_weights)
+        return self._attend_projected(q, k, v, mask, need_weights)
 
     def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The key and value heads: ``key, value (B, m, d_model)`` -> ``k (B, h_kv, m, d_k)``, ``v (B, h_kv, m, d_v)``.
@@ -302,10 +308,10 @@ class MultiHeadAttention(nn.Module):
         """
         for name, t in (("key", key), ("value", value)):
             if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
-                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                got = shape_text(t, dtype=False)
                 raise ValueError(f"{name} must have shape (B, positions, d_model={self.d_model}), got {got}")
         if key.shape[:2] != value.shape[:2]:
-            raise ValueError(f"key {_shape(key)} and value {_shape(value)} must have the same (B, m)")
+            raise ValueError(f"key {tuple(key.shape)} and value {tuple(value.shape)} must have the same (B, m)")
         k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, m, h_kv d_k) -> (B, h_kv, m, d_k)
         v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, m, h_kv d_v) -> (B, h_kv, m, d_v)
         return k, v
@@ -324,7 +330,7 @@ class MultiHeadAttention(nn.Module):
         :meth:`forward`. Returns ``(output (B, n, d_model), weights (B, h, n, m) or None)``.
         """
         if not isinstance(query, torch.Tensor) or query.dim() != 3 or query.shape[-1] != self.d_model:
-            got = _shape(query) if isinstance(query, torch.Tensor) else type(query).__name__
+            got = shape_text(query, dtype=False)
             raise ValueError(f"query must have shape (B, n, d_model={self.d_model}), got {got}")
         B = query.shape[0]
         for name, t, width in (("k", k, self.d_k), ("v", v, self.d_v)):
@@ -336,14 +342,14 @@ class MultiHeadAttention(nn.Module):
                 or t.shape[1] != self.num_kv_heads
                 or t.shape[3] != width
             ):
-                got = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                got = shape_text(t, dtype=False)
                 raise ValueError(f"{name} must have shape {want} (B, h_kv, m, width), got {got}")
         if k.shape[2] != v.shape[2]:
-            raise ValueError(f"k {_shape(k)} and v {_shape(v)} must have the same number of positions m")
+            raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must have the same number of positions m")
         self._check_mask(mask, B, query.shape[1], k.shape[2])
-        return self._attend(self.w_q(query), k, v, mask, need_weights)
+        return self._attend_projected(self.w_q(query), k, v, mask, need_weights)
 
-    def _attend(self, q, k, v, mask, need_weights):
+    def _attend_projected(self, q, k, v, mask, need_weights):
         """``q (B, n, h d_k)`` projected queries, ``k, v`` key/value heads -> ``(output, weights)``."""
         h, h_kv = self.num_heads, self.num_kv_heads
         # Split the features into h heads of d_k features; the transpose puts the

@@ -32,8 +32,14 @@ def non_negative_int(name: str, value, what: str = "") -> int:
     return value
 
 
-def shape_text(x) -> str:
-    """How a value reads in an error message: a tensor's dtype and shape, or the type of anything else."""
-    if isinstance(x, torch.Tensor):
-        return f"{x.dtype} of shape {tuple(x.shape)}"
-    return type(x).__name__
+def shape_text(x, dtype: bool = True) -> str:
+    """How a value reads in an error message: a tensor's dtype and shape, or the type of anything else.
+
+    ``"torch.float32 of shape (2, 3)"``; with ``dtype=False`` the shape alone, ``"(2, 3)"``. Anything that is not a
+    tensor reads as its type's name, ``"list"``.
+    """
+    if not isinstance(x, torch.Tensor):
+        return type(x).__name__
+    if not dtype:
+        return str(tuple(x.shape))
+    return f"{x.dtype} of shape {tuple(x.shape)}"

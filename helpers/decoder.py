@@ -14,22 +14,18 @@ import torch
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
-from helpers.checks import positive_int
-from helpers.encoder import FeedForward
+from helpers.checks import positive_int, shape_text
+from helpers.encoder import FeedForward, check_activation, check_eps
 
 __all__ = ["Decoder", "DecoderBlock", "KVCache"]
 
 
-def _shape(x) -> tuple[int, ...] | str:
-    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-
-
 def _check_decoder_inputs(x, memory, d_model: int, who: str) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{who} expects x of shape (B, n, d_model={d_model}), got {_shape(x)}")
+        raise ValueError(f"{who} expects x of shape (B, n, d_model={d_model}), got {shape_text(x, dtype=False)}")
     if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[-1] != d_model:
         raise ValueError(
-            f"{who} expects memory (the encoder's output) of shape (B, m, d_model={d_model}), got {_shape(memory)}"
+            f"{who} expects memory (the encoder's output) of shape (B, m, d_model={d_model}), got {shape_text(memory, dtype=False)}"
         )
     if x.shape[0] != memory.shape[0]:
         raise ValueError(f"{who}: x {tuple(x.shape)} and memory {tuple(memory.shape)} must have the same batch size B")
@@ -143,7 +139,9 @@ class DecoderBlock(nn.Module):
 
     ``d_k`` and ``d_v`` (per head, default ``d_model // num_heads``) are passed to
     both attentions (§3.2.2; Table 3, rows (B)), and so is ``num_kv_heads`` (grouped-query attention,
-    not in the paper; see :class:`helpers.attention.MultiHeadAttention`).
+    not in the paper; see :class:`helpers.attention.MultiHeadAttention`). ``activation`` is the
+    feed-forward's (``"relu"``, the paper's, or ``"gelu"``) and ``eps`` the three LayerNorms' (PyTorch's
+    default 1e-5), as in :class:`helpers.encoder.EncoderBlock`.
     """
 
     def __init__(
@@ -156,8 +154,11 @@ class DecoderBlock(nn.Module):
         d_k: int | None = None,
         d_v: int | None = None,
         num_kv_heads: int | None = None,
+        activation: str = "relu",
+        eps: float = 1e-5,
     ):
         super().__init__()
+        eps = check_eps(eps)
         self.d_model = d_model
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(
@@ -166,10 +167,10 @@ class DecoderBlock(nn.Module):
         self.cross_attn = MultiHeadAttention(
             d_model, num_heads, dropout=dropout, d_k=d_k, d_v=d_v, num_kv_heads=num_kv_heads
         )
-        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.norm3 = nn.LayerNorm(d_model)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
@@ -244,7 +245,8 @@ class Decoder(nn.Module):
 
     Every block receives the same ``memory`` (the encoder stack's output) and the
     same masks. With ``norm_first=True`` a final LayerNorm follows the last block,
-    as in ``helpers.encoder.Encoder``; the paper's post-norm stack has none.
+    as in ``helpers.encoder.Encoder``; the paper's post-norm stack has none. ``activation`` and ``eps``
+    reach every block (and the final LayerNorm), as in :class:`DecoderBlock`.
     """
 
     def __init__(
@@ -258,9 +260,13 @@ class Decoder(nn.Module):
         d_k: int | None = None,
         d_v: int | None = None,
         num_kv_heads: int | None = None,
+        activation: str = "relu",
+        eps: float = 1e-5,
     ):
         super().__init__()
         positive_int("num_layers", num_layers)
+        check_activation(activation)
+        eps = check_eps(eps)
         self.layers = nn.ModuleList(
             DecoderBlock(
                 d_model,
@@ -271,10 +277,12 @@ class Decoder(nn.Module):
                 d_k=d_k,
                 d_v=d_v,
                 num_kv_heads=num_kv_heads,
+                activation=activation,
+                eps=eps,
             )
             for _ in range(num_layers)
         )
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
+        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
 
     def forward(
         self,

@@ -49,7 +49,8 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
 
 
-def _check(model, src, bos_id, eos_id, max_len, src_mask) -> None:
+def _check_decoding_args(model, src, bos_id, eos_id, max_len, src_mask) -> None:
+    """Raise ``ValueError`` unless the model, ``src``, the token ids, ``max_len`` and ``src_mask`` suit decoding."""
     for method in ("encode", "decode"):
         if not callable(getattr(model, method, None)):
             raise ValueError(f"model must have encode(src, src_mask) and decode(tgt, memory, src_mask); no {method}")
@@ -130,7 +131,7 @@ def greedy_decode(
     ``use_cache=True`` each step feeds only the newest token (a :class:`helpers.decoder.KVCache` keeps the
     keys and values of the earlier ones); the ids are the same.
     """
-    _check(model, src, bos_id, eos_id, max_len, src_mask)
+    _check_decoding_args(model, src, bos_id, eos_id, max_len, src_mask)
     _check_use_cache(model, use_cache)
     was_training = _set_eval(model)
     try:
@@ -194,7 +195,7 @@ def beam_search(
     step the cache is reordered to the kept hypotheses' parents (a parent with two kept extensions gives its
     row twice). The ids returned are the same as without the cache.
     """
-    _check(model, src, bos_id, eos_id, max_len, src_mask)
+    _check_decoding_args(model, src, bos_id, eos_id, max_len, src_mask)
     _check_use_cache(model, use_cache)
     positive_int("beam_size", beam_size)
     length_penalty(1, alpha)  # raises on a negative or non-numeric alpha

@@ -32,8 +32,8 @@ from collections.abc import Callable
 
 import torch
 
-from helpers.attention import _check_qkv, check_mask
-from helpers.checks import non_negative_int, positive_int
+from helpers.attention import check_mask, check_qkv
+from helpers.checks import non_negative_int, positive_int, shape_text
 
 __all__ = [
     "interleaved_timings",
@@ -95,7 +95,7 @@ def online_softmax(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
     gives zeros, where ``torch.softmax`` gives NaN.
     """
     if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.shape[-1] == 0:
-        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        got = shape_text(x, dtype=False)
         raise ValueError(f"x must be a tensor with at least one entry in its last dimension, got {got}")
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
@@ -135,7 +135,7 @@ def tiled_attention(
     pass keeps every block for the gradient, so it saves memory in the forward pass only (FlashAttention and
     Rabe and Staats instead recompute the blocks in the backward pass).
     """
-    scores_shape = _check_qkv(query, key, value)
+    scores_shape = check_qkv(query, key, value)
     check_mask(mask, scores_shape)
     _check_block_size(block_size)
     if not isinstance(is_causal, bool):

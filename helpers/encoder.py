@@ -14,14 +14,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.attention import MultiHeadAttention
-from helpers.checks import is_int, non_negative_int, positive_int
+from helpers.checks import is_int, non_negative_int, positive_int, shape_text
 
 __all__ = ["Encoder", "EncoderBlock", "FeedForward", "PositionalEncoding", "positional_encoding"]
 
 ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu}  # F.gelu: the exact x * Phi(x), as BERT uses it
 
 
-def _check_activation(activation) -> str:
+def check_activation(activation) -> str:
+    """``activation`` if it names one of :data:`ACTIVATIONS`; otherwise a ValueError listing them."""
     if activation not in ACTIVATIONS:
         raise ValueError(
             f"activation must be one of {sorted(ACTIVATIONS)} (relu: the paper's Eq. 2; gelu: BERT's), "
@@ -30,7 +31,7 @@ def _check_activation(activation) -> str:
     return activation
 
 
-def _check_eps(eps) -> float:
+def check_eps(eps) -> float:
     """LayerNorm's eps, added to the variance before the square root: a finite number > 0."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
         raise ValueError(f"eps (LayerNorm's guard against dividing by zero) must be a finite number > 0, got {eps!r}")
@@ -39,8 +40,7 @@ def _check_eps(eps) -> float:
 
 def _check_sequence(x, d_model: int, who: str) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != d_model:
-        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"{who} expects input of shape (B, n, d_model={d_model}), got {got}")
+        raise ValueError(f"{who} expects input of shape (B, n, d_model={d_model}), got {shape_text(x, dtype=False)}")
 
 
 def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -99,7 +99,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
-        self.activation = _check_activation(activation)
+        self.activation = check_activation(activation)
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
@@ -136,7 +136,7 @@ class EncoderBlock(nn.Module):
         eps: float = 1e-5,
     ):
         super().__init__()
-        eps = _check_eps(eps)
+        eps = check_eps(eps)
         self.d_model = d_model
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(
@@ -198,8 +198,8 @@ class Encoder(nn.Module):
     ):
         super().__init__()
         positive_int("num_layers", num_layers)
-        _check_activation(activation)
-        eps = _check_eps(eps)
+        check_activation(activation)
+        eps = check_eps(eps)
         self.layers = nn.ModuleList(
             EncoderBlock(
                 d_model,

@@ -12,8 +12,8 @@ output.
 - :class:`AttentionOnlyTransformer` is the model: embeddings, causal attention layers with residuals, no
   feed-forward layers. Any head can be removed (``head_mask``), or removed only from what later layers' keys,
   queries or values read (``key_head_mask``, ``query_head_mask``, ``value_head_mask``), to test the circuit.
-- :func:`train_induction_model` trains one on the task; :func:`predictable_accuracy` scores it
-  (:func:`next_token_accuracy` scores logits).
+- :func:`train_induction_model` trains one on the task (:func:`adam_on_repeated_sequences` is the loop, which
+  notebook 14 trains with too); :func:`predictable_accuracy` scores it (:func:`next_token_accuracy` scores logits).
 - :func:`previous_token_scores` and :func:`induction_scores` find the heads from their attention weights;
   :func:`composition_scores` measures composition from the weights of the model alone (Elhage et al., 2021).
 """
@@ -29,6 +29,8 @@ from helpers.masks import causal_mask
 
 __all__ = [
     "AttentionOnlyTransformer",
+    "adam_on_repeated_sequences",
+    "check_periods",
     "composition_scores",
     "induction_scores",
     "next_token_accuracy",
@@ -200,7 +202,8 @@ class AttentionOnlyTransformer(nn.Module):
         return self.unembedding(reads["stream"]), weights
 
 
-def _check_periods(periods, batch: int, n: int) -> torch.Tensor:
+def check_periods(periods, batch: int, n: int) -> torch.Tensor:
+    """``periods`` if it is an integer ``(batch,)`` tensor of periods in ``1 .. n - 1``; otherwise a ValueError."""
     if not isinstance(periods, torch.Tensor) or periods.shape != (batch,) or periods.is_floating_point():
         raise ValueError(f"periods must be an integer tensor of shape (B,) = ({batch},), got {shape_text(periods)}")
     if batch and (int(periods.min()) < 1 or int(periods.max()) >= n):
@@ -237,17 +240,47 @@ def train_induction_model(
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = AttentionOnlyTransformer(vocab_size, d_model, num_heads, num_layers, max_len=length)
+    losses = adam_on_repeated_sequences(
+        model,
+        steps,
+        generator,
+        length=length,
+        min_period=min_period,
+        max_period=max_period,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+    )
+    return model.eval(), losses
+
+
+def adam_on_repeated_sequences(
+    model: nn.Module,
+    steps: int,
+    generator: torch.Generator,
+    *,
+    length: int,
+    min_period: int,
+    max_period: int,
+    batch_size: int,
+    learning_rate: float,
+) -> list[float]:
+    """The training loop of notebooks 13 and 14: ``steps`` Adam steps on fresh batches; return each step's loss.
+
+    Each step draws :func:`repeated_sequences` from ``generator`` over the model's vocabulary
+    (``model.vocab_size``) and takes one Adam step on the cross-entropy of every next token: the logits at
+    position ``i`` against token ``i + 1``. The caller checks the arguments and sets the model's mode.
+    """
     optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
     losses = []
     for _ in range(steps):
-        tokens, _ = repeated_sequences(batch_size, length, vocab_size, min_period, max_period, generator)
-        logits, _ = model(tokens)
-        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size), tokens[:, 1:].reshape(-1))
+        tokens, _ = repeated_sequences(batch_size, length, model.vocab_size, min_period, max_period, generator)
+        logits, _ = model(tokens)  # (B, n, V): position i predicts token i + 1
+        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, model.vocab_size), tokens[:, 1:].reshape(-1))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         losses.append(loss.item())
-    return model.eval(), losses
+    return losses
 
 
 def predictable_positions(periods: torch.Tensor, n: int) -> torch.Tensor:
@@ -270,7 +303,7 @@ def next_token_accuracy(logits: torch.Tensor, tokens: torch.Tensor, periods: tor
     B, n = tokens.shape
     if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[:2] != (B, n):
         raise ValueError(f"logits must have shape (B, n, V) = ({B}, {n}, V) like tokens, got {shape_text(logits)}")
-    _check_periods(periods, B, n)
+    check_periods(periods, B, n)
     correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (B, n - 1): the logits at i against token i + 1
     return correct[predictable_positions(periods, n)].float().mean()
 
@@ -284,7 +317,7 @@ def predictable_accuracy(model: nn.Module, tokens: torch.Tensor, periods: torch.
     if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
         raise ValueError(f"tokens must be an integer tensor of shape (B, n), got {shape_text(tokens)}")
     B, n = tokens.shape
-    _check_periods(periods, B, n)
+    check_periods(periods, B, n)
     logits, _ = model(tokens, **masks)
     return next_token_accuracy(logits, tokens, periods).item()
 
@@ -318,7 +351,7 @@ def induction_scores(weights: torch.Tensor, periods: torch.Tensor, every_copy: b
     """
     weights = _check_weights(weights)
     B, h, n, _ = weights.shape
-    periods = _check_periods(periods, B, n)
+    periods = check_periods(periods, B, n)
     queries = torch.arange(n, device=weights.device)  # (n,)
     valid = queries[None, :] >= periods[:, None]  # (B, n)
     if every_copy:

@@ -31,7 +31,7 @@ from torch import nn
 from helpers.attention import combine_heads, split_heads
 from helpers.checks import is_int, positive_int, shape_text
 from helpers.encoder import positional_encoding
-from helpers.induction import _check_periods, predictable_positions, repeated_sequences
+from helpers.induction import adam_on_repeated_sequences, check_periods, predictable_positions, repeated_sequences
 
 __all__ = [
     "DecoderLM",
@@ -386,17 +386,17 @@ def train_decoder_lm(
     generator = torch.Generator().manual_seed(seed)
     # repeated_sequences checks length and the periods (max_period < length) before any step is taken
     repeated_sequences(1, length, model.vocab_size, min_period, max_period, torch.Generator().manual_seed(seed))
-    optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
     model.train()
-    losses = []
-    for _ in range(steps):
-        tokens, _ = repeated_sequences(batch_size, length, model.vocab_size, min_period, max_period, generator)
-        logits, _ = model(tokens)  # (B, n, V): position i predicts token i + 1
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, model.vocab_size), tokens[:, 1:].reshape(-1))
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        losses.append(loss.item())
+    losses = adam_on_repeated_sequences(
+        model,
+        steps,
+        generator,
+        length=length,
+        min_period=min_period,
+        max_period=max_period,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+    )
     model.eval()
     return losses
 
@@ -417,7 +417,7 @@ def accuracy_by_position(
     B, n = tokens.shape
     if n < 2:
         raise ValueError(f"tokens must hold at least 2 positions (one query and its next token), got shape {(B, n)}")
-    _check_periods(periods, B, n)
+    check_periods(periods, B, n)
     logits, _ = model(tokens)
     correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:]).float()  # (B, n - 1): query i against token i + 1
     valid = predictable_positions(periods, n).float()  # (B, n - 1)

@@ -165,7 +165,7 @@ class MiniLM(nn.Module):
             eps=c["layer_norm_eps"],
         )
 
-    def _check(self, input_ids, attention_mask, token_type_ids) -> tuple[torch.Tensor, torch.Tensor]:
+    def _check_inputs(self, input_ids, attention_mask, token_type_ids) -> tuple[torch.Tensor, torch.Tensor]:
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
             raise ValueError(f"input_ids must be an integer tensor of shape (B, n), got {shape_text(input_ids)}")
         if input_ids.dtype == torch.bool:
@@ -205,7 +205,7 @@ class MiniLM(nn.Module):
         Padding keys get weight exactly 0; padding positions still get (meaningless) hidden states. A row
         that is all padding gives finite numbers, never NaN.
         """
-        mask, token_type_ids = self._check(input_ids, attention_mask, token_type_ids)
+        mask, token_type_ids = self._check_inputs(input_ids, attention_mask, token_type_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (B, n, d_model)
         return self.encoder(x, mask[:, None, :], need_weights=need_weights)  # mask (B, 1, n): keys only
 

@@ -56,13 +56,15 @@ def torch_multihead_attention(mha: MultiHeadAttention) -> nn.MultiheadAttention:
 
 
 def torch_encoder_layer(block: EncoderBlock) -> nn.TransformerEncoderLayer:
-    """An ``nn.TransformerEncoderLayer(batch_first=True)`` with ``block``'s weights."""
+    """An ``nn.TransformerEncoderLayer(batch_first=True)`` with ``block``'s weights, activation and eps."""
     attn, ff = block.self_attn, block.feed_forward
     ref = nn.TransformerEncoderLayer(
         block.d_model,
         attn.num_heads,
         dim_feedforward=ff.linear1.out_features,
         dropout=attn.dropout,
+        activation=ff.activation,
+        layer_norm_eps=block.norm1.eps,
         batch_first=True,
         norm_first=block.norm_first,
     )
@@ -80,6 +82,8 @@ def _new_torch_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
         block.self_attn.num_heads,
         dim_feedforward=block.feed_forward.linear1.out_features,
         dropout=block.self_attn.dropout,
+        activation=block.feed_forward.activation,
+        layer_norm_eps=block.norm1.eps,
         batch_first=True,
         norm_first=block.norm_first,
     )
@@ -95,7 +99,7 @@ def _copy_block(block: DecoderBlock, ref: nn.TransformerDecoderLayer) -> None:
 
 
 def torch_decoder_layer(block: DecoderBlock) -> nn.TransformerDecoderLayer:
-    """An ``nn.TransformerDecoderLayer(batch_first=True)`` with ``block``'s weights and mode.
+    """An ``nn.TransformerDecoderLayer(batch_first=True)`` with ``block``'s weights, activation, eps and mode.
 
     Call it as ``ref(x, memory, tgt_mask=~self_mask, memory_key_padding_mask=~src_mask[:, 0, :])``.
     """
@@ -109,7 +113,7 @@ def torch_decoder(decoder: Decoder) -> nn.TransformerDecoder:
     first = decoder.layers[0]
     norm = None
     if decoder.norm is not None:
-        norm = nn.LayerNorm(first.d_model)
+        norm = nn.LayerNorm(first.d_model, eps=decoder.norm.eps)
         norm.load_state_dict(decoder.norm.state_dict())
     ref = nn.TransformerDecoder(_new_torch_layer(first), num_layers=len(decoder.layers), norm=norm)
     for block, layer in zip(decoder.layers, ref.layers, strict=True):

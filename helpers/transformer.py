@@ -134,7 +134,7 @@ class Transformer(nn.Module):
 
     def _check_ids(self, ids, vocab_size: int, name: str) -> None:
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-            got = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+            got = shape_text(ids, dtype=False)
             raise ValueError(f"{name} must be token ids of shape (B, positions), got {got}")
         if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
             raise ValueError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
@@ -206,7 +206,7 @@ class Transformer(nn.Module):
         """
         self._check_ids(tgt, self.tgt_vocab_size, "tgt")
         if not isinstance(memory, torch.Tensor) or memory.dim() != 3 or memory.shape[-1] != self.d_model:
-            got = tuple(memory.shape) if isinstance(memory, torch.Tensor) else type(memory).__name__
+            got = shape_text(memory, dtype=False)
             raise ValueError(f"memory must have shape (B, m, d_model={self.d_model}), got {got}")
         if memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"tgt {tuple(tgt.shape)} and memory {tuple(memory.shape)} must have the same batch size B")

@@ -22,13 +22,15 @@ def _no_attempts_counted():
 
 
 def _build_site(out: Path) -> str:
-    """Run course/publish/site.py (which builds the slide decks into the site's slides/ folder); returns its report."""
+    """Run ``python -m course.publish.site`` (which builds the slide decks into the site's slides/ folder); returns its
+    report."""
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "course.publish.site", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
+        encoding="utf-8",
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -55,15 +57,15 @@ def built_site(tmp_path_factory) -> Path:
         while not done.exists():
             assert time.monotonic() < deadline, f"the site was not built into {out} within 900 s"
             time.sleep(0.2)
-        report = done.read_text()
+        report = done.read_text(encoding="utf-8")
         assert not report.startswith("FAILED"), f"the site build failed in another worker:\n{report}"
         print(report)
         return out
     try:
         report = _build_site(out)
     except BaseException as error:
-        done.write_text(f"FAILED\n{error}")
+        done.write_text(f"FAILED\n{error}", encoding="utf-8")
         raise
-    done.write_text(report)
+    done.write_text(report, encoding="utf-8")
     print(report)
     return out

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import notebook_headings
+
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY = ROOT / "GLOSSARY.md"
 NUMBERED = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -32,20 +34,6 @@ def _rows(text: str) -> list[list[str]]:
             continue
         rows.append(cells)
     return rows
-
-
-def _headings(path: Path) -> tuple[set[str], set[str]]:
-    """A notebook's numbered section headings (`## 3.` -> "3") and exercise headings ("01.3")."""
-    sections, exercises = set(), set()
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-        if cell["cell_type"] != "markdown":
-            continue
-        for line in "".join(cell["source"]).splitlines():
-            if match := re.match(r"^##\s+(\d+)\.\s", line):
-                sections.add(match.group(1))
-            if match := re.match(r"^###\s+Exercise\s+(\d\d\.\d+)\b", line):
-                exercises.add(match.group(1))
-    return sections, exercises
 
 
 def test_glossary_tables_have_the_six_columns():
@@ -81,7 +69,7 @@ def test_glossary_references_name_real_notebooks_and_sections():
             number, section, exercise, label = match.groups()
             assert label == number, f"{term!r}: {match.group(0)} links notebook {label}"
             assert label in links, f"{term!r}: no link definition [{label}]: notebooks/..."
-            sections, exercises = _headings(ROOT / links[label])
+            sections, exercises = notebook_headings(ROOT / links[label])
             if section:
                 assert section in sections, f"{term!r}: notebook {number} has no '## {section}.' heading"
             else:

@@ -2,40 +2,31 @@
 
 Notebooks teach by writing an idea out in full, then importing the official
 version from ``helpers``. Cells that define such inline versions carry the tag
-``inline-definition``. This test executes exactly those cells (in order, in a
+``inline-definition``. This file executes exactly those cells (in order, in a
 fresh namespace, outside Jupyter) and compares what they define with helpers,
-so a notebook and the package cannot drift apart.
+so a notebook and the package cannot drift apart. It is the one place that does:
+every notebook with a tagged cell has a ``test_NN_...`` here.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
+from helpers.decoder import DecoderBlock
 from helpers.encoder import EncoderBlock, positional_encoding
-from helpers.masks import padding_mask
-
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-TAG = "inline-definition"
-
-
-def inline_namespace(name: str) -> dict:
-    path = NOTEBOOKS / name
-    nb = json.loads(path.read_text())
-    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and TAG in c.get("metadata", {}).get("tags", [])]
-    assert cells, f"{name} has no cell tagged {TAG!r}"
-    namespace: dict = {}
-    for cell in cells:
-        exec(compile("".join(cell["source"]), f"{name}:{TAG}", "exec"), namespace)
-    return namespace
+from helpers.masks import causal_mask, padding_mask
+from helpers.modern import RMSNorm, SwiGLU, alibi_slopes, apply_rotary
+from helpers.transformer import shift_right
+from tests.support import INLINE_TAG, NOTEBOOKS, generator, inline_namespace
 
 
 def random_qkv(seed: int, batch=(2,), n=4, m=6, d_k=8, d_v=5):
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     return (
         torch.randn(*batch, n, d_k, generator=g),
         torch.randn(*batch, m, d_k, generator=g),
@@ -115,7 +106,7 @@ def test_07_inline_model_equals_helpers(use_positions):
     ours = TinyTransformer(9, 9, use_positions=use_positions)
     inline = ns["InlineTinyTransformer"](9, 9, use_positions=use_positions)
     inline.load_state_dict(ours.state_dict())
-    batch = make_batch("sort", 4, 6, 9, min_len=2, generator=torch.Generator().manual_seed(0))
+    batch = make_batch("sort", 4, 6, 9, min_len=2, generator=generator(0))
     logits, weights = inline(batch.tokens, batch.mask, need_weights=True)
     ref_logits, ref_weights = ours(batch.tokens, batch.mask, need_weights=True)
     torch.testing.assert_close(logits, ref_logits)
@@ -123,17 +114,74 @@ def test_07_inline_model_equals_helpers(use_positions):
         torch.testing.assert_close(w, ref_w)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "01_scaled_dot_product_attention.ipynb",
-        "02_masking.ipynb",
-        "03_multi_head_attention.ipynb",
-        "05_positional_encoding.ipynb",
-        "06_encoder_block.ipynb",
-        "07_what_attention_learns.ipynb",
-    ],
-)
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_09_inline_decoder_block_equals_helpers(norm_first):
+    ns = inline_namespace("09_the_whole_transformer.ipynb")
+    torch.manual_seed(8)
+    ours = DecoderBlock(16, 4, 32, norm_first=norm_first)
+    g = generator(8)
+    with torch.no_grad():  # distinct gains and biases in every LayerNorm, so a swapped or skipped norm shows
+        for norm in (m for m in ours.modules() if isinstance(m, nn.LayerNorm)):
+            norm.weight.copy_(torch.rand(norm.weight.shape, generator=g) + 0.5)
+            norm.bias.copy_(torch.randn(norm.bias.shape, generator=g) * 0.5)
+    inline = ns["InlineDecoderBlock"](16, 4, 32, norm_first=norm_first)
+    inline.load_state_dict(ours.state_dict())  # same names: self_attn, cross_attn, feed_forward, norm1..3
+    g = generator(10)
+    x, memory = torch.randn(2, 5, 16, generator=g), torch.randn(2, 7, 16, generator=g)
+    args = (x, memory, causal_mask(5), padding_mask([7, 4]))
+    for got, want in zip(inline(*args), ours(*args), strict=True):
+        torch.testing.assert_close(got, want)
+    targets = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    assert ns["shift_right"](targets, 1).tolist() == [[1, 5, 6, 7], [1, 8, 9, 2]]
+    assert torch.equal(ns["shift_right"](targets, 3), shift_right(targets, 3))
+
+
+def test_09_inline_cross_attention_equals_helpers():
+    ns = inline_namespace("09_the_whole_transformer.ipynb")
+    g = generator(10)
+    x, memory = torch.randn(2, 5, 16, generator=g), torch.randn(2, 7, 16, generator=g)
+    g = generator(11)
+    w_q, w_k, w_v = (torch.randn(16, 6, generator=g) for _ in range(3))
+    mask = padding_mask([7, 3])
+    out, weights = ns["cross_attention"](x, memory, mask, w_q, w_k, w_v)
+    ref_out, ref_weights = scaled_dot_product_attention(x @ w_q, memory @ w_k, memory @ w_v, mask)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(weights, ref_weights)
+    assert weights.shape == (2, 5, 7)
+
+
+def test_14_inline_modern_pieces_equal_helpers():
+    ns = inline_namespace("14_modern_attention_blocks.ipynb")
+    g = generator(14)
+    x, weight = torch.randn(3, 7, 12, generator=g), torch.randn(12, generator=g)
+    norm = RMSNorm(12)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+    torch.testing.assert_close(ns["rms_norm"](x, weight), norm(x))
+    torch.testing.assert_close(ns["rotary"](x), apply_rotary(x))
+    torch.testing.assert_close(ns["rotary"](x, base=500.0), apply_rotary(x, base=500.0))
+    for h in range(1, 40):
+        torch.testing.assert_close(ns["slopes"](h), alibi_slopes(h))
+    ffn = SwiGLU(12, 20)
+    torch.testing.assert_close(ns["swiglu"](x, ffn.w1.weight, ffn.w3.weight, ffn.w2.weight), ffn(x))
+
+
+TESTED = {"01", "02", "03", "05", "06", "07", "09", "14"}  # the notebooks with a test_NN_ above
+
+
+def test_every_notebook_with_inline_code_is_tested_here():
+    """A notebook that gains an inline-definition cell must gain a test in this file."""
+    tagged = set()
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if any(INLINE_TAG in c.get("metadata", {}).get("tags", []) for c in cells if c["cell_type"] == "code"):
+            tagged.add(path.name[:2])
+    assert tagged == TESTED
+    names = {name[5:7] for name in globals() if name.startswith("test_") and name[5:7].isdigit()}
+    assert names == TESTED
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in NOTEBOOKS.glob("*.ipynb") if path.name[:2] in TESTED))
 def test_inline_cells_are_self_contained(name):
     """Tagged cells import what they use, so a reader can copy them out whole."""
     inline_namespace(name)

@@ -125,3 +125,54 @@ def test_the_saved_model_comes_from_notebook_10_as_it_is_now():
     # Trained on the CPU that saved it: a well-trained run of the recipe, not one exact score (notebook 11 asserts
     # the same bar on the held-out numbers).
     assert saved["exact_match"] >= 0.98 and set(saved["config"]) >= {"d_model", "num_heads", "num_layers", "d_ff"}
+
+
+PACKAGES = ("helpers", "course", "tests", "benchmarks")  # the repository's own top-level packages
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``from ours.x import _name`` and ``module._name`` on a module or name imported from the repository's packages:
+    another module's private name used across a file boundary."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {node.module}.{alias.name}")
+                imported.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] in PACKAGES)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in imported
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name with a leading underscore belongs to its module: helpers, course, tests and benchmarks reach each other
+    only through public names (issue 32), so that what a module exposes is what its users can rely on."""
+    paths = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    assert len(paths) > 50
+    found = [use for path in paths for use in _private_uses(path)]
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+def test_no_test_or_tool_touches_sys_path():
+    """Tests, tools and benchmarks import the installed packages; none edits ``sys.path``. The one exception is the
+    mutation check's forked child, which must import the mutated work copy before the editable install."""
+    paths = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    paths = [p for p in paths if p != ROOT / "course" / "qa" / "mutate.py"]
+    offenders = [
+        str(p.relative_to(ROOT)) for p in paths if re.search(r"sys\.path\.(insert|append|extend)", p.read_text("utf-8"))
+    ]
+    assert not offenders, f"sys.path edited in {offenders}"

@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.test_glossary import _headings
+from tests.support import notebook_headings
 
 ROOT = Path(__file__).resolve().parent.parent
 TEACHING = ROOT / "TEACHING.md"
@@ -35,7 +35,7 @@ def test_section_references_name_real_sections():
     for match in SECTIONS.finditer(_text()):
         notebook = NUMBERED.get(match.group(1))
         assert notebook, f"TEACHING.md names notebook {match.group(1)}, which does not exist"
-        sections, _ = _headings(notebook)
+        sections, _ = notebook_headings(notebook)
         ranges = [(match.group(2), match.group(3)), *re.findall(r"§(\d+)(?:[–-](\d+))?", match.group(4) or "")]
         for first, last in ranges:
             for number in range(int(first), int(last or first) + 1):
@@ -63,13 +63,13 @@ def test_exercises_exist_and_checked_ones_are_checked():
 
 
 def test_every_numbered_notebook_is_taught_with_its_deck():
-    from course.publish import slides as build_slides
+    from course.publish.common import deck_name, deck_notebooks
 
-    decks = {build_slides.deck_name(p) for p in build_slides.deck_notebooks(ROOT)}
+    decks = {deck_name(p) for p in deck_notebooks(ROOT)}
     named = set(re.findall(r"`(\d\d_\w+\.slides\.html)`", _text()))
     assert named <= decks, f"TEACHING.md names decks that are not built: {sorted(named - decks)}"
     for notebook in NUMBERED.values():
-        assert build_slides.deck_name(notebook) in named, f"no session presents {notebook.name} with its deck"
+        assert deck_name(notebook) in named, f"no session presents {notebook.name} with its deck"
 
 
 def test_each_session_fills_90_minutes():

@@ -1,15 +1,20 @@
-"""The checking machinery that every notebook's checkers share (``course.exercises.nbNN`` holds the checkers).
+"""The checker engine: what every notebook's checker module (``course.exercises.nbNN``) is built from.
 
-- :class:`Verdict`, and the parts a checker is made of: :class:`_Case` (one seeded case), :class:`_Mistake` (a
-  deliberately wrong version of the reference, and its diagnosis), :class:`_ErrorHint` (a diagnosis for an
-  exception) and :class:`_Hints` (the three tiers of hints, registered by :func:`_hints`);
-- running the reader's code: fresh copies of the inputs (:func:`_fresh`), the time limit
-  (:func:`_call_with_limit`, :data:`TIME_LIMIT_S`), inputs changed in place, where an error was raised;
-- comparing results (:func:`_difference`, :func:`_pattern`) and naming a mistake (:func:`_match`);
-- counting attempts and tiering hints (:func:`_counted`, :func:`solution`, :func:`reset_attempts`);
-- :func:`_check`, which a checker calls with its cases, reference, mistakes and hints.
+A checker module reads as a list: wrong variants of the reference, the :class:`Mistake` s they stand for,
+:class:`ErrorHint` s for exceptions, the exercise's :class:`Hints` (:func:`register_hints`), a few seeded
+:class:`Case` s, and the public ``check_*`` function, wrapped in :func:`counts_attempts`, which calls
+:func:`run_checks` and returns its :class:`Verdict`.
 
-The package's docstring (``course/exercises/__init__.py``) says what a reader sees.
+- Building cases: :func:`seeded_generator`, :func:`random_qkv`.
+- Checkers that run the answer themselves (03.3 builds the reader's module first): :func:`run_once`,
+  :func:`answer_codes`, :func:`describe`, :func:`short_message`; diagnoses that read the answer's source:
+  :func:`raising_line`, :func:`own_source`.
+- Tests of checkers: :func:`agree` (a mistake must differ from the reference on some case), :func:`fresh_copy`,
+  :func:`input_changed`, :func:`wrong_pattern`, :func:`near_miss`, :func:`registered_hints`.
+- For the reader (re-exported by the package): :func:`solution`, :func:`reset_attempts`, :func:`set_time_limit`.
+
+Names with a leading underscore are this module's own. The package's docstring (``course/exercises/__init__.py``)
+says what a reader sees.
 """
 
 from __future__ import annotations
@@ -35,16 +40,19 @@ from torch import nn
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
 
 TIME_LIMIT_S = 10.0
-"""Seconds one case of an answer may run before the checker stops it (``None`` or 0: no limit)."""
+"""Seconds one case of an answer may run before the checker stops it; change it with :func:`set_time_limit`."""
 
 RTOL, ATOL = 1e-4, 1e-5  # float comparisons: |actual - expected| <= ATOL + RTOL * |expected|
 
 
 @dataclass
 class Verdict:
-    """What a checker found. ``status`` is "passed", "failed" or "not attempted";
-    ``mistake`` names the recognised classic mistake (or ``None``); ``attempt`` counts this exercise's attempts in
-    this kernel, this one included (0 for "not attempted", which does not count)."""
+    """What a checker found, shown by a notebook cell as a short text.
+
+    ``status`` is "passed", "failed" or "not attempted"; ``mistake`` names the recognised classic mistake (or
+    ``None``); ``details`` are the lines under the message; ``attempt`` counts this exercise's attempts in this
+    kernel, this one included (0 for "not attempted", which does not count).
+    """
 
     exercise: str
     status: str
@@ -76,20 +84,48 @@ class Verdict:
         printer.text(str(self))
 
 
+def set_time_limit(seconds: float) -> float:
+    """Let one case of an answer run for ``seconds`` before the checker stops it; returns the previous limit.
+
+    The default is 10 s; every case runs in a fraction of a second when the answer is right, so a longer limit
+    only helps on a very slow machine. ``seconds`` must be a positive, finite number.
+    """
+    global TIME_LIMIT_S
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
+        raise ValueError(f"set_time_limit needs a positive number of seconds, got {seconds!r}.")
+    previous, TIME_LIMIT_S = TIME_LIMIT_S, float(seconds)
+    return previous
+
+
 @dataclass
-class _Mistake:
+class Mistake:
+    """A classic mistake: a deliberately wrong version of the reference, and the diagnosis a verdict gives.
+
+    ``key`` names the mistake (``Verdict.mistake``, "softmax over queries"); ``wrong`` takes the reference's
+    arguments; ``diagnosis`` follows "Likely mistake: " and says what went wrong and how to fix it. A mistake is
+    named only when ``wrong`` reproduces the answer on every case, so it must differ from the reference on one.
+    """
+
     key: str
     wrong: Callable  # same signature as the reference
     diagnosis: str
 
 
 @dataclass
-class _Case:
+class Case:
+    """One seeded case: its ``name`` (shown in the verdict, 'case "n=4"') and the ``args`` of one call.
+
+    ``regions`` label parts of the result ("the padded keys" -> a boolean tensor broadcastable to it), so that a
+    verdict says "only in the padded keys"; ``error_hints`` apply to this case only; ``relative=True`` where the
+    results span orders of magnitude (learning rates); ``labels`` name the entries of a 1-D result
+    (``("step", [1, 38, ...])``: "at step 38").
+    """
+
     name: str
     args: tuple
     # label -> boolean tensor broadcastable to the results: "only <label> differ" when the wrong entries lie inside
     regions: dict[str, torch.Tensor] = field(default_factory=dict)
-    error_hints: tuple = ()  # _ErrorHint's that apply to this case only
+    error_hints: tuple = ()  # ErrorHint's that apply to this case only
     # True where the results span orders of magnitude (learning rates): "close" then means a small error relative
     # to each entry, not a small absolute one
     relative: bool = False
@@ -99,8 +135,12 @@ class _Case:
 
 
 @dataclass
-class _ErrorHint:
-    """A diagnosis for an exception the answer raised: ``matches(error)`` -> named mistake."""
+class ErrorHint:
+    """A diagnosis for an exception the answer raised: when ``matches(error)``, the verdict names ``key``.
+
+    ``diagnosis`` follows "Likely mistake: ", as a :class:`Mistake`'s does. Every checker also knows ``.view`` on
+    a transposed tensor.
+    """
 
     key: str
     matches: Callable[[BaseException], bool]
@@ -121,29 +161,39 @@ class _Code(str):
 
 
 @dataclass(frozen=True)
-class _Hints:
-    """An exercise's hints, from the one that gives least away to the solution.
+class Hints:
+    """An exercise's three tiers of hints, from the one that gives least away to the solution.
 
-    ``concept``: what to compute, over which axis, by which equation, and what to print to see a difference (for a
-    stub, and for the first failed attempt that no named mistake explains); ``code``: which functions and shapes,
-    not assembled into the answer (the second such attempt); ``solution``: a reference solution, one line of code a
-    line (the third, or :func:`solution` at any time)."""
+    - ``concept``: what to compute, over which axis, by which equation, and what to print to see a difference (for
+      a stub, and for the first failed attempt that no named mistake explains);
+    - ``code``: which functions and shapes, not assembled into the answer (the second such attempt);
+    - ``solution``: a reference solution, one line of code a line (the third, or :func:`solution` at any time).
+    """
 
     concept: str
     code: str
     solution: str
 
 
-_HINTS: dict[str, _Hints] = {}  # exercise id ("01.1") -> its hints
+_REGISTRY: dict[str, Hints] = {}  # exercise id ("01.1") -> its hints
 
 _ATTEMPTS: dict[str, list[bool]] = {}
 """Each exercise's attempts in this kernel, in order, True for a pass: ``{"01.1": [False, False, True]}``. A stub
 ("not attempted") does not count; a pass is recorded and resets nothing."""
 
 
-def _hints(exercise_id: str, concept: str, code: str, solution: str) -> _Hints:
-    hints = _HINTS[exercise_id] = _Hints(concept, code, solution)
+def register_hints(exercise_id: str, concept: str, code: str, solution: str) -> Hints:
+    """Register an exercise's three tiers of hints (see :class:`Hints`) under its id, "01.1", and return them.
+
+    :func:`solution` finds them by that id, and a verdict's tiered hint comes from them.
+    """
+    hints = _REGISTRY[exercise_id] = Hints(concept, code, solution)
     return hints
+
+
+def registered_hints() -> dict[str, Hints]:
+    """Every checked exercise's hints, by exercise id ("01.1"): a copy, for tests and tools."""
+    return dict(_REGISTRY)
 
 
 def _exercise_id(exercise: str) -> str:
@@ -156,9 +206,9 @@ def solution(exercise: str) -> _Code:
     """A reference solution of a checked exercise, ``solution("01.1")``, as code: the body of the exercise's
     function (or its class, for 03.3). Other ways to write it pass as well."""
     key = _exercise_id(str(exercise))
-    if key not in _HINTS:
-        raise ValueError(f"no checked exercise {exercise!r}; the checked ones are {', '.join(sorted(_HINTS))}.")
-    return _Code(_HINTS[key].solution)
+    if key not in _REGISTRY:
+        raise ValueError(f"no checked exercise {exercise!r}; the checked ones are {', '.join(sorted(_REGISTRY))}.")
+    return _Code(_REGISTRY[key].solution)
 
 
 def reset_attempts(exercise: str | None = None) -> None:
@@ -173,7 +223,7 @@ def reset_attempts(exercise: str | None = None) -> None:
 _TIERED_HINT = "\x00tiered hint"  # a placeholder among a verdict's details: _record puts this attempt's hint there
 
 
-def _tiered(hints: _Hints, failures: int, exercise_id: str) -> list[str]:
+def _tiered(hints: Hints, failures: int, exercise_id: str) -> list[str]:
     """The hint for the ``failures``-th failed attempt at an exercise that no named mistake explains."""
     ask = f'course.exercises.solution("{exercise_id}")'
     if failures <= 1:
@@ -206,13 +256,17 @@ def _record(verdict: Verdict) -> Verdict:
         verdict.message = f"{verdict.message.rstrip('.')} (attempt {len(history)})."
     if _TIERED_HINT in verdict.details:
         at = verdict.details.index(_TIERED_HINT)
-        hints = _HINTS.get(exercise_id)
+        hints = _REGISTRY.get(exercise_id)
         verdict.details[at : at + 1] = _tiered(hints, history.count(False), exercise_id) if hints else []
     return verdict
 
 
-def _counted(checker: Callable) -> Callable:
-    """A public checker that counts its attempts and tiers its hints (:func:`_record`)."""
+def counts_attempts(checker: Callable) -> Callable:
+    """Wrap a ``check_*`` function so that it counts the reader's attempts and fills in the tiered hint.
+
+    Every public checker is wrapped once: ``check_attention = counts_attempts(_check_attention)``, or as a
+    decorator. A stub does not count; a pass is counted and shown as "(attempt 3)".
+    """
 
     @functools.wraps(checker)
     def counted(*args, **kwargs) -> Verdict:
@@ -229,9 +283,12 @@ class _Timeout(BaseException):
     so a bare ``except Exception`` in the answer cannot swallow it)."""
 
 
-def _fresh(x, memo: dict | None = None):
-    """A copy of a case's inputs: tensors cloned, modules deep-copied, lists and tuples rebuilt, anything else
-    (functions, ints) shared. The same tensor passed twice stays one tensor (self-attention's x, x, x)."""
+def fresh_copy(x, memo: dict | None = None):
+    """A copy of a case's inputs, so that neither the answer nor the reference can change the case.
+
+    Tensors are cloned, modules deep-copied, lists and tuples rebuilt, anything else (functions, ints) shared. The
+    same tensor passed twice stays one tensor (self-attention's x, x, x).
+    """
     memo = {} if memo is None else memo
     if id(x) in memo:
         return memo[id(x)]
@@ -240,16 +297,16 @@ def _fresh(x, memo: dict | None = None):
     elif isinstance(x, nn.Module):
         result = copy.deepcopy(x)
     elif isinstance(x, list):
-        result = [_fresh(item, memo) for item in x]
+        result = [fresh_copy(item, memo) for item in x]
     elif isinstance(x, tuple):
-        result = tuple(_fresh(item, memo) for item in x)
+        result = tuple(fresh_copy(item, memo) for item in x)
     else:
         return x
     memo[id(x)] = result
     return result
 
 
-def _differs(after, before) -> bool:
+def input_changed(after, before) -> bool:
     """True when an input (``after``, as the answer left it) is no longer equal to its saved copy ``before``."""
     if isinstance(before, torch.Tensor):
         if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
@@ -263,12 +320,12 @@ def _differs(after, before) -> bool:
         return not bool(same.all())
     if isinstance(before, nn.Module):
         mine, theirs = after.state_dict(), before.state_dict()
-        return mine.keys() != theirs.keys() or any(_differs(mine[name], theirs[name]) for name in theirs)
+        return mine.keys() != theirs.keys() or any(input_changed(mine[name], theirs[name]) for name in theirs)
     if isinstance(before, (list, tuple)):
         return (
             type(after) is not type(before)
             or len(after) != len(before)
-            or any(_differs(a, b) for a, b in zip(after, before, strict=True))
+            or any(input_changed(a, b) for a, b in zip(after, before, strict=True))
         )
     if isinstance(before, (bool, int, float, str)):
         return bool(after != before)
@@ -287,7 +344,7 @@ class _InPlace:
 def _changed_inputs(case: str, args: tuple, saved: tuple) -> list[_InPlace]:
     found = []
     for index, (after, before) in enumerate(zip(args, saved, strict=True)):
-        if isinstance(after, (torch.Tensor, nn.Module, list, tuple)) and _differs(after, before):
+        if isinstance(after, (torch.Tensor, nn.Module, list, tuple)) and input_changed(after, before):
             aliases = tuple(j for j, other in enumerate(args) if other is after and j != index)
             found.append(_InPlace(case, index, aliases))
     return found
@@ -297,7 +354,8 @@ def _argument(names: tuple[str, ...] | None, index: int) -> str:
     return f"`{names[index]}`" if names and index < len(names) else f"argument {index + 1}"
 
 
-def _and(items: list[str]) -> str:
+def join_and(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c': items joined as a sentence lists them."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
@@ -318,7 +376,7 @@ def _in_place_text(
         reported.append(change.index)
         label = _argument(names, change.index)
         if change.aliases:  # the same object passed twice: which name the answer used cannot be told
-            label += f" (the same tensor as {_and([_argument(names, j) for j in change.aliases])} in this case)"
+            label += f" (the same tensor as {join_and([_argument(names, j) for j in change.aliases])} in this case)"
         labels.append(label)
         plain.append(_argument(names, change.index).strip("`"))
     first = args[reported[0]]
@@ -341,8 +399,8 @@ def _in_place_text(
             f"`{name}.pow_(...)` (a method whose name ends in `_` works in place), and no assignment into "
             f"`{name}[...]`."
         )
-    what = _and(labels)
-    return what, f"{_and(plain)} changed in place", f"your function changed {what} in place; {why or default_why}"
+    what = join_and(labels)
+    return what, f"{join_and(plain)} changed in place", f"your function changed {what} in place; {why or default_why}"
 
 
 def _call_in_thread(fn: Callable, args: tuple, limit: float):
@@ -427,7 +485,7 @@ def _where_raised(error: BaseException) -> str | None:
     return f"`{tb.tb_frame.f_code.co_name}`, line {tb.tb_lineno}"
 
 
-def _raising_line(error: BaseException) -> str:
+def raising_line(error: BaseException) -> str:
     """The source line of the innermost frame of the reader's own code ('' when unknown), spaces removed."""
     own = [tb for tb in _frames(error) if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY_DIRS)]
     if not own:
@@ -436,7 +494,7 @@ def _raising_line(error: BaseException) -> str:
     return "".join(linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).split())
 
 
-def _own_source(error: BaseException) -> str:
+def own_source(error: BaseException) -> str:
     """The source of the innermost function of the reader's own code in the traceback ('' when unknown)."""
     own = [tb for tb in _frames(error) if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_LIBRARY_DIRS)]
     if not own:
@@ -444,10 +502,10 @@ def _own_source(error: BaseException) -> str:
     try:
         return inspect.getsource(own[-1].tb_frame.f_code)
     except (OSError, TypeError):
-        return _raising_line(error)
+        return raising_line(error)
 
 
-def _answer_codes(fn) -> set:
+def answer_codes(fn) -> set:
     """The code objects of the answer's own body (unwrapping partials, methods, modules, callables)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -471,7 +529,7 @@ def _raised_by_stub(error: NotImplementedError, codes: set) -> bool:
     return (last is not None and last.tb_frame.f_code in codes) or bool(_STUB_MESSAGE.search(str(error)))
 
 
-def _short(text: str, limit: int = 300) -> str:
+def short_message(text: str, limit: int = 300) -> str:
     """The first ``limit`` characters of an error message, cut at a word boundary."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
@@ -479,7 +537,7 @@ def _short(text: str, limit: int = 300) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def _kind(x) -> str:
+def describe(x) -> str:
     """What a value is, in words: 'a tensor of shape (2, 3), dtype torch.float32', 'a list of 2', 'an int'."""
     if x is None:
         return "None"
@@ -503,25 +561,25 @@ def _normalise(value, names: tuple[str, ...] | None) -> tuple[list | None, str |
     wanted = f"a tuple ({', '.join(names)})" if names else "one tensor"
     if count > 1:
         if not isinstance(value, (tuple, list)) or len(value) != count:
-            got = "one tensor" if isinstance(value, torch.Tensor) else _kind(value)
+            got = "one tensor" if isinstance(value, torch.Tensor) else describe(value)
             return None, f"returned {got}; return {wanted}."
         values = list(value)  # a list of the right length is as good as a tuple
     else:
         if isinstance(value, (tuple, list)) and not (len(value) == 1 and isinstance(value[0], torch.Tensor)):
-            return None, f"returned {_kind(value)}; return {wanted}, not a {type(value).__name__}."
+            return None, f"returned {describe(value)}; return {wanted}, not a {type(value).__name__}."
         values = list(value) if isinstance(value, (tuple, list)) else [value]
     result = []
     for index, item in enumerate(values):
         label = names[index] if names else "result"
         if not isinstance(item, torch.Tensor):
             extra = " (torch.as_tensor(...) converts it)" if type(item).__module__.startswith("numpy") else ""
-            return None, f"{label}: returned {_kind(item)}; return a torch tensor{extra}."
+            return None, f"{label}: returned {describe(item)}; return a torch tensor{extra}."
         try:
             result.append(item.detach().cpu())
         except Exception as error:  # e.g. a tensor on the meta device
             return None, (
                 f"{label}: returned a tensor on device {item.device} that cannot be moved to the CPU "
-                f"({_short(error, 120)}); return a tensor on the CPU, like the inputs."
+                f"({short_message(error, 120)}); return a tensor on the CPU, like the inputs."
             )
     return result, None
 
@@ -546,17 +604,17 @@ def _wrong_entries(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x.long() != y.long() if _category(y) == "int" else x != y
 
 
-def _same_one(x, y, exact_dtype: str | None = None) -> bool:
+def _same_one(x, y, dtype_note: str | None = None) -> bool:
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) or x.shape != y.shape:
         return False
-    if _category(x) != _category(y) or (exact_dtype and x.dtype != y.dtype):
+    if _category(x) != _category(y) or (dtype_note and x.dtype != y.dtype):
         return False
     return not bool(_wrong_entries(x, y).any())
 
 
-def _same(a: list, b: list, exact_dtype: str | None = None) -> bool:
+def _same(a: list, b: list, dtype_note: str | None = None) -> bool:
     """Results equal in structure, shape, dtype kind (or dtype, when exact) and values (NaN equal to NaN)."""
-    return len(a) == len(b) and all(_same_one(x, y, exact_dtype) for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(_same_one(x, y, dtype_note) for x, y in zip(a, b, strict=True))
 
 
 def _indices(flags: torch.Tensor, labels: list | None = None) -> str:
@@ -593,11 +651,17 @@ def _structural(wrong: torch.Tensor, axis: int) -> tuple[torch.Tensor, bool]:
     return hit, bool((2 * counts[hit] >= slices.shape[1]).all())
 
 
-def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor], labels: tuple[str, list] | None = None) -> str:
-    """Where the wrong entries are, in a few words: 'only in the odd columns (last axis)', 'only at index 3' ('' when
-    there is no pattern). A column, row or batch pattern is said only when it is structural (see
-    :func:`_structural`); otherwise a few wrong entries are listed by index. ``labels`` ("step", [1, 38, ...]) name
-    the entries of a 1-D result (10.1's sampled steps)."""
+def wrong_pattern(
+    wrong: torch.Tensor, regions: dict[str, torch.Tensor] | None = None, labels: tuple[str, list] | None = None
+) -> str:
+    """Where the wrong entries (True in ``wrong``) are, in the words of a verdict ('' when there is no pattern).
+
+    'only in the odd columns (last axis)', 'only at indices 0-3, 7': a column, row or batch pattern is said only
+    when it is structural (see :func:`_structural`); otherwise a few wrong entries are listed by index. A case's
+    ``regions`` come first ('only in the padded keys'); ``labels`` ("step", [1, 38, ...]) name the entries of a 1-D
+    result (10.1's sampled steps).
+    """
+    regions = regions or {}
     for label, region in regions.items():
         try:
             inside = torch.broadcast_to(region, wrong.shape)
@@ -632,11 +696,11 @@ def _pattern(wrong: torch.Tensor, regions: dict[str, torch.Tensor], labels: tupl
             return f"only in {_plural(batch, 'batch entry', 'batch entries')} {_indices(batch)} (axis 0)"
     if 0 < int(wrong.sum()) <= 3:
         at = [str(tuple(index)) for index in wrong.nonzero().tolist()]
-        return f"only at {_plural(wrong, 'index', 'indices')} {_and(at)}"
+        return f"only at {_plural(wrong, 'index', 'indices')} {join_and(at)}"
     return ""
 
 
-def _at(where: tuple, case: _Case) -> str:
+def _at(where: tuple, case: Case) -> str:
     """'at index (1, 0)', or 'at step 38' where the case names its entries."""
     if case.labels is not None and len(where) == 1:
         word, names = case.labels
@@ -649,10 +713,13 @@ def _value(t: torch.Tensor, where: tuple) -> str:
     return f"{item:.4f}" if isinstance(item, float) else str(item)
 
 
-def _close(x: torch.Tensor, y: torch.Tensor, wrong: torch.Tensor, relative: bool) -> bool:
-    """Whether the wrong entries are only a little off, as rounding or a slightly different constant would make
-    them: within 1% of each entry's own value for a ``relative`` case, otherwise within 0.01 and within 1% of the
-    largest expected value (so a tensor of small values is not "close" to one off by 100%)."""
+def near_miss(x: torch.Tensor, y: torch.Tensor, wrong: torch.Tensor, relative: bool) -> bool:
+    """Whether the answer ``x`` misses ``y`` only a little at its ``wrong`` entries: "close, but outside the tolerance".
+
+    As rounding or a slightly different constant would make them: within 1% of each entry's own value for a
+    ``relative`` case, otherwise within 0.01 and within 1% of the largest expected value (so a tensor of small
+    values is not "close" to one off by 100%).
+    """
     error = (x.double() - y.double()).abs()[wrong]
     if relative:
         return bool((error <= 1e-2 * y.double().abs()[wrong]).all())
@@ -661,7 +728,7 @@ def _close(x: torch.Tensor, y: torch.Tensor, wrong: torch.Tensor, relative: bool
 
 
 def _difference(
-    actual: list, expected: list, names, case: _Case, exact_dtype: str | None = None
+    actual: list, expected: list, names, case: Case, dtype_note: str | None = None
 ) -> tuple[list[str], set[str]]:
     """A short account of how ``actual`` differs from ``expected``, and the kinds of difference found."""
     lines, kinds = [], set()
@@ -697,10 +764,10 @@ def _difference(
             else:
                 lines.append(f"{label}: expected a floating-point tensor (like {y.dtype}), got dtype {x.dtype}.")
             continue
-        if exact_dtype and x.dtype != y.dtype:
+        if dtype_note and x.dtype != y.dtype:
             kinds.add("dtype")
             lines.append(
-                f"{label}: dtype {x.dtype}, expected {y.dtype}, {exact_dtype} (the exercise asks for the same "
+                f"{label}: dtype {x.dtype}, expected {y.dtype}, {dtype_note} (the exercise asks for the same "
                 "dtype); build the result from them (torch.full_like, new_full, torch.cat) so that it keeps their "
                 "dtype, rather than from a new tensor of the default dtype or with a cast."
             )
@@ -709,7 +776,7 @@ def _difference(
             continue
         kinds.add("values")
         k, total = int(wrong.sum()), wrong.numel()
-        pattern = _pattern(wrong, case.regions, case.labels)
+        pattern = wrong_pattern(wrong, case.regions, case.labels)
         if k == total:
             count = "shape right, its one entry differs" if total == 1 else f"shape right, all {total} entries differ"
         else:
@@ -719,7 +786,7 @@ def _difference(
             nan = torch.isnan(x) & ~torch.isnan(y)
             if nan.any():
                 kinds.add("nan")
-                nan_pattern = _pattern(nan, case.regions, case.labels)
+                nan_pattern = wrong_pattern(nan, case.regions, case.labels)
                 lines.append(
                     f"{label}: contains NaN in {int(nan.sum())} of {total} entries"
                     f"{f', {nan_pattern}' if nan_pattern else ''}; expected none."
@@ -736,7 +803,7 @@ def _difference(
                 relative = (diff / y.double().abs()).nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
                 at = tuple(int(i) for i in torch.unravel_index(relative.argmax(), relative.shape))
                 line += f"; largest relative difference {100 * relative.max().item():.3g}% {_at(at, case)}"
-            if _close(x, y, wrong, case.relative):
+            if near_miss(x, y, wrong, case.relative):
                 line += f"; close, but outside the tolerance (rtol={RTOL:g}, atol={ATOL:g})"
             if x.dtype != y.dtype:
                 line += f"; your {label} is {x.dtype}, the reference {y.dtype}"
@@ -748,7 +815,7 @@ def _difference(
             )
     if names and len(names) > 1 and lines:
         bad = [
-            names[i] for i, (x, y) in enumerate(zip(actual, expected, strict=True)) if not _same_one(x, y, exact_dtype)
+            names[i] for i, (x, y) in enumerate(zip(actual, expected, strict=True)) if not _same_one(x, y, dtype_note)
         ]
         good = [name for name in names if name not in bad]
         if good:
@@ -756,12 +823,25 @@ def _difference(
     return lines, kinds
 
 
-def _match(mistakes: list[_Mistake], cases: list[_Case], answers: list[list], count: int) -> _Mistake | None:
+def agree(first: Callable, second: Callable, cases: list[Case], count: int = 1) -> bool:
+    """True when ``first`` and ``second`` give equal results (to the checkers' tolerance) on every case.
+
+    Each runs on fresh copies of a case's inputs; ``count`` is the number of results (2 for output and weights).
+    A test of a checker asserts ``not agree(mistake.wrong, reference, cases)``: a mistake that agrees with the
+    reference would name a right answer a mistake.
+    """
+    return all(
+        _same(_outputs(first(*fresh_copy(case.args)), count), _outputs(second(*fresh_copy(case.args)), count))
+        for case in cases
+    )
+
+
+def _match(mistakes: list[Mistake], cases: list[Case], answers: list[list], count: int) -> Mistake | None:
     """The first mistake that reproduces the answer on every case, not just the failing one."""
     for mistake in mistakes:
         try:
             if all(
-                _same(answer, _outputs(mistake.wrong(*_fresh(case.args)), count))
+                _same(answer, _outputs(mistake.wrong(*fresh_copy(case.args)), count))
                 for case, answer in zip(cases, answers, strict=True)
             ):
                 return mistake
@@ -786,7 +866,7 @@ def _as_mask(answers: list[list], expected: list[list]) -> list[list] | None:
     return converted
 
 
-_VIEW_ERROR = _ErrorHint(
+_VIEW_ERROR = ErrorHint(
     "view on a non-contiguous tensor",
     lambda error: isinstance(error, RuntimeError) and "view size is not compatible" in str(error),
     "`.view` cannot merge or split axes of a transposed tensor (it is no longer contiguous in memory): use "
@@ -797,17 +877,20 @@ _VIEW_ERROR = _ErrorHint(
 def _error_verdict(exercise, subject, error, error_hints) -> Verdict:
     where = _where_raised(error)
     details = [f"Raised in {where}."] if where else []
-    message = f"{subject} raised {type(error).__name__}: {_short(error)}"
+    message = f"{subject} raised {type(error).__name__}: {short_message(error)}"
     for hint in (*error_hints, _VIEW_ERROR):
         if hint.matches(error):
             return Verdict(exercise, FAILED, message, hint.key, [*details, f"Likely mistake: {hint.diagnosis}"])
     return Verdict(exercise, FAILED, message, None, [*details, _TIERED_HINT])
 
 
-def _run(exercise, answer, subject, args, codes, hints, error_hints):
-    """Call the answer once; return ``(result, None)`` or ``(None, Verdict)`` for an error, a timeout or a stub.
+def run_once(exercise, answer, subject, args, codes, hints, error_hints):
+    """Call ``answer(*args)`` once, under the time limit; return ``(result, None)`` or ``(None, verdict)``.
 
-    ``subject`` starts the verdict's message: 'case "n=4"', or 'MyMultiHeadAttention(12, 3)'."""
+    The verdict covers an error (diagnosed by ``error_hints``), a timeout and a stub (whose body, among ``codes``,
+    raised ``NotImplementedError``: "not attempted yet", with ``hints.concept``). ``subject`` starts the verdict's
+    message: 'case "n=4"', or 'MyMultiHeadAttention(12, 3)'.
+    """
     try:
         with torch.random.fork_rng():  # the reader's code may draw random numbers; keep their state
             return _call_with_limit(answer, args), None
@@ -851,34 +934,52 @@ def _run(exercise, answer, subject, args, codes, hints, error_hints):
         return None, _error_verdict(exercise, subject, error, error_hints)
 
 
-def _check(
+def run_checks(
     exercise: str,
     answer: Callable,
+    *,
     reference: Callable,
-    cases: list[_Case],
-    mistakes: list[_Mistake],
-    hints: _Hints,
-    names: tuple[str, ...] | None = None,
-    error_hints: tuple[_ErrorHint, ...] = (),
-    codes: set | None = None,
+    cases: list[Case],
+    mistakes: list[Mistake],
+    hints: Hints,
+    result_names: tuple[str, ...] | None = None,
+    input_names: tuple[str, ...] | None = None,
+    error_hints: tuple[ErrorHint, ...] = (),
     notes: tuple[str, ...] = (),
-    inputs: tuple[str, ...] | None = None,
     in_place_why: str | None = None,
-    exact_dtype: str | None = None,
+    exact_dtype: bool = False,
+    dtype_name: str | None = None,
+    answer_code: set | None = None,
 ) -> Verdict:
-    """Run ``answer`` on every case (fresh inputs, time limit), compare it with ``reference`` and diagnose.
+    """Run the reader's ``answer`` on every case, compare it with ``reference`` and return the diagnosed verdict.
 
-    ``hints`` are the exercise's hints: a stub gets the conceptual one; a failed attempt that no named mistake
-    explains gets a placeholder that :func:`_record` fills with its tier's hint. ``notes`` are appended to a failed verdict (e.g. parameters the checker did
-    not fill). ``names`` name the results, ``inputs`` the arguments (as the exercise's stub does): an argument the
-    answer changed in place fails the answer, by that name, with ``in_place_why`` (what goes wrong, and the fix)
-    after it, or a generic reason. ``exact_dtype`` (e.g. "the dtype of `targets`"): a result must have the
-    reference's dtype, that one, not just its kind (floating, integer, boolean)."""
+    A checker calls it with its exercise's parts: ``exercise`` ("Exercise 01.1 attention") starts every verdict;
+    ``reference`` is the right function, with the answer's signature; ``cases`` are the seeded :class:`Case` s;
+    ``mistakes`` the :class:`Mistake` s to try when the answer is wrong, in order (the first that reproduces it on
+    every case is named); ``hints`` the exercise's :class:`Hints` (from :func:`register_hints`).
+
+    - ``result_names`` name the results when there are several, ``("output", "weights")``: the answer must return
+      a tuple of that length, and the verdict names the one that differs. ``input_names`` name the arguments, as the
+      exercise's stub does, so that an argument changed in place is named; ``in_place_why`` then says what goes
+      wrong, and the fix (else a generic reason).
+    - ``error_hints`` diagnose exceptions the answer may raise (besides each case's own); ``notes`` are appended
+      to a failed verdict (e.g. parameters the checker did not fill).
+    - ``exact_dtype=True``: a result must have the reference's dtype, not just its kind (floating, integer,
+      boolean); ``dtype_name`` is the input whose dtype it keeps, named in the verdict ("targets").
+    - ``answer_code``: the code objects whose ``NotImplementedError`` marks a stub, when the answer is not itself
+      the stub (03.3 passes its class's ``forward``; by default, from :func:`answer_codes`).
+
+    Each call runs on fresh copies of the case's inputs (:func:`fresh_copy`) under the time limit
+    (:func:`set_time_limit`). Wrap the public checker in :func:`counts_attempts` so that attempts are counted and
+    the hint of each tier is filled in.
+    """
+    names, inputs, codes = result_names, input_names, answer_code
+    dtype_note = (f"the dtype of `{dtype_name}`" if dtype_name else "the dtype of the inputs") if exact_dtype else None
     if not callable(answer):
         return Verdict(
             exercise,
             FAILED,
-            f"expected your function, got {_kind(answer)}.",
+            f"expected your function, got {describe(answer)}.",
             "not a function",
             [
                 "Pass the function itself, without calling it: e.g. check_attention(my_attention), not my_attention(...)."
@@ -898,15 +999,15 @@ def _check(
         verdict.details.append(f"Also: {in_place}")
         return verdict
 
-    codes = _answer_codes(answer) if codes is None else codes
+    codes = answer_codes(answer) if codes is None else codes
     count = len(names) if names else 1
     answers = []
     for case in cases:
         subject = f'case "{case.name}"'
         case_hints = (*case.error_hints, *error_hints)
-        args = _fresh(case.args)
-        saved = _fresh(args)  # a second copy: what the inputs were before the call
-        actual, verdict = _run(exercise, answer, subject, args, codes, hints, case_hints)
+        args = fresh_copy(case.args)
+        saved = fresh_copy(args)  # a second copy: what the inputs were before the call
+        actual, verdict = run_once(exercise, answer, subject, args, codes, hints, case_hints)
         if verdict is not None:
             return told(verdict)
         found = _changed_inputs(case.name, args, saved)
@@ -932,20 +1033,22 @@ def _check(
             )
         answers.append(values)
     try:
-        verdict = _compare(exercise, reference, cases, answers, mistakes, names, count, notes, exact_dtype)
+        verdict = _compare(exercise, reference, cases, answers, mistakes, names, count, notes, dtype_note)
     except Exception as error:  # a result the comparison cannot handle must not crash the notebook
-        verdict = Verdict(exercise, FAILED, f"could not compare your result ({type(error).__name__}: {_short(error)}).")
+        verdict = Verdict(
+            exercise, FAILED, f"could not compare your result ({type(error).__name__}: {short_message(error)})."
+        )
     return told(verdict)
 
 
-def _compare(exercise, reference, cases, answers, mistakes, names, count, notes, exact_dtype) -> Verdict:
-    expected = [_outputs(reference(*_fresh(case.args)), count) for case in cases]
-    failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i], exact_dtype)]
+def _compare(exercise, reference, cases, answers, mistakes, names, count, notes, dtype_note) -> Verdict:
+    expected = [_outputs(reference(*fresh_copy(case.args)), count) for case in cases]
+    failed = [i for i in range(len(cases)) if not _same(answers[i], expected[i], dtype_note)]
     if not failed:
         return Verdict(exercise, PASSED, f"all {len(cases)} cases passed.")
     first = failed[0]
     message = f'case "{cases[first].name}" failed ({len(failed)} of {len(cases)} cases).'
-    details, kinds = _difference(answers[first], expected[first], names, cases[first], exact_dtype)
+    details, kinds = _difference(answers[first], expected[first], names, cases[first], dtype_note)
     if kinds == {"dtype"} and all(_same(a, e) for a, e in zip(answers, expected, strict=True)):
         return Verdict(exercise, FAILED, message, "wrong dtype", details)  # the values are right: the line says it all
     mistake = _match(mistakes, cases, answers, count)
@@ -966,12 +1069,14 @@ def _compare(exercise, reference, cases, answers, mistakes, names, count, notes,
     return Verdict(exercise, FAILED, message, None, [*details, *notes])
 
 
-def _generator(seed: int) -> torch.Generator:
+def seeded_generator(seed: int) -> torch.Generator:
+    """A random generator of its own for a case's inputs, so that checking leaves the global seed alone."""
     return torch.Generator().manual_seed(seed)
 
 
-def _qkv(seed: int, batch: tuple[int, ...], n: int, m: int, d_k: int, d_v: int):
-    g = _generator(seed)
+def random_qkv(seed: int, batch: tuple[int, ...], n: int, m: int, d_k: int, d_v: int):
+    """Seeded queries ``(*batch, n, d_k)``, keys ``(*batch, m, d_k)`` and values ``(*batch, m, d_v)``."""
+    g = seeded_generator(seed)
     return (
         torch.randn(*batch, n, d_k, generator=g),
         torch.randn(*batch, m, d_k, generator=g),

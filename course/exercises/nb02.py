@@ -8,16 +8,16 @@ from collections.abc import Callable
 import torch
 
 from course.exercises.engine import (
+    Case,
+    ErrorHint,
+    Mistake,
     Verdict,
-    _Case,
-    _check,
-    _counted,
-    _ErrorHint,
-    _hints,
-    _Mistake,
-    _qkv,
+    counts_attempts,
+    random_qkv,
+    register_hints,
+    run_checks,
 )
-from course.exercises.nb01 import _DOT_T_ERROR, NO_SCALING, SOFTMAX_AXIS, _attention_variant
+from course.exercises.nb01 import DOT_T_ERROR, NO_SCALING, SOFTMAX_AXIS, attention_variant
 from helpers.attention import scaled_dot_product_attention
 from helpers.masks import causal_mask, padding_mask
 
@@ -36,30 +36,30 @@ def _padding_variant(lengths, max_len, *, invert=False, off_by_one=False, flat=F
 
 
 PADDING_MASK_MISTAKES = [
-    _Mistake(
+    Mistake(
         "mask inverted",
         lambda lengths, m: _padding_variant(lengths, m, invert=True),
         "the mask is True at the padding: in this series True means 'may attend' (that inverted meaning is "
         "nn.MultiheadAttention's key_padding_mask).",
     ),
-    _Mistake(
+    Mistake(
         "mask inverted",
         lambda lengths, m: _padding_variant(lengths, m, greater=True),
         "the comparison points the wrong way, j > length: the mask is True at the padding (and misses j = "
         "length). Key j is real, True = may attend, when j < length.",
     ),
-    _Mistake(
+    Mistake(
         "off by one",
         lambda lengths, m: _padding_variant(lengths, m, off_by_one=True),
         "position j is real when j < length, not j <= length (positions start at 0).",
     ),
-    _Mistake(
+    Mistake(
         "no query axis",
         lambda lengths, m: _padding_variant(lengths, m, flat=True),
         "the values are right but the shape is (B, m); add the query axis with .unsqueeze(1) so the mask "
         "broadcasts against scores of shape (B, n, m).",
     ),
-    _Mistake(
+    Mistake(
         "query axis last",
         lambda lengths, m: _padding_variant(lengths, m, last=True),
         "the values are right but the new axis is last, (B, m, 1): it must be in the middle, (B, 1, m), so the "
@@ -68,7 +68,7 @@ PADDING_MASK_MISTAKES = [
 ]
 
 
-_LIST_ERROR = _ErrorHint(
+_LIST_ERROR = ErrorHint(
     "lengths is a list",
     lambda error: isinstance(error, (TypeError, AttributeError)) and "list" in str(error),
     "`lengths` is a Python list, which has no tensor indexing (`lengths[:, None]`) and no tensor methods: "
@@ -76,7 +76,7 @@ _LIST_ERROR = _ErrorHint(
 )
 
 
-_LENGTHS_ROW_ERROR = _ErrorHint(
+_LENGTHS_ROW_ERROR = ErrorHint(
     "lengths not a column",
     lambda error: isinstance(error, RuntimeError) and "must match the size of tensor" in str(error),
     "the B lengths and the max_len positions were compared as two rows, which do not broadcast: lengths must be "
@@ -85,7 +85,7 @@ _LENGTHS_ROW_ERROR = _ErrorHint(
 )
 
 
-_PADDING_MASK_HINTS = _hints(
+_PADDING_MASK_HINTS = register_hints(
     "02.1",
     "key j of sequence b is real when j < lengths[b] (positions start at 0). Compare a row of positions "
     "0 .. max_len - 1 with a column of lengths: broadcasting gives (B, max_len); then add the query axis in the "
@@ -100,24 +100,24 @@ _PADDING_MASK_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_padding_mask(make_padding_mask: Callable) -> Verdict:
     """Exercise 02.1: ``make_padding_mask(lengths, max_len) -> (B, 1, max_len)`` boolean, True at real keys.
 
     ``lengths`` is a Python list of ``B`` ints."""
     cases = [
-        _Case("lengths [3, 1, 4], max_len 4", ([3, 1, 4], 4)),
-        _Case("lengths [2, 5, 0], max_len 6", ([2, 5, 0], 6)),
+        Case("lengths [3, 1, 4], max_len 4", ([3, 1, 4], 4)),
+        Case("lengths [2, 5, 0], max_len 6", ([2, 5, 0], 6)),
     ]
-    return _check(
+    return run_checks(
         "Exercise 02.1 padding mask",
         make_padding_mask,
-        padding_mask,
-        cases,
-        PADDING_MASK_MISTAKES,
-        _PADDING_MASK_HINTS,
+        reference=padding_mask,
+        cases=cases,
+        mistakes=PADDING_MASK_MISTAKES,
+        hints=_PADDING_MASK_HINTS,
         error_hints=(_LIST_ERROR, _LENGTHS_ROW_ERROR),
-        inputs=("lengths", "max_len"),
+        input_names=("lengths", "max_len"),
     )
 
 
@@ -147,12 +147,12 @@ def _no_key_rows(query, key, mask) -> torch.Tensor:
 
 def _masked_case(name, q, k, v, mask):
     regions = {"the rows of queries with no allowed key (fully masked)": _no_key_rows(q, k, mask)}
-    return _Case(name, (q, k, v, mask), regions)
+    return Case(name, (q, k, v, mask), regions)
 
 
 def _masked_cases():
-    q, k, v = _qkv(3, (3,), 4, 5, 8, 6)
-    q2, k2, v2 = _qkv(4, (2,), 5, 5, 4, 4)
+    q, k, v = random_qkv(3, (3,), 4, 5, 8, 6)
+    q2, k2, v2 = random_qkv(4, (2,), 5, 5, 4, 4)
     return [
         _masked_case("padding mask, lengths [5, 3, 2]", q, k, v, padding_mask([5, 3, 2], 5)),
         _masked_case("causal mask", q2, k2, v2, causal_mask(5)),
@@ -166,14 +166,14 @@ MASK_INVERTED = (
 )
 
 MASKED_ATTENTION_MISTAKES = [
-    _Mistake(
+    Mistake(
         "outputs swapped",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask)[::-1],
         "the two results are returned in the wrong order: return (output, weights).",
     ),
-    _Mistake("mask inverted", lambda q, k, v, mask: _masked_variant(q, k, v, mask, invert=True), MASK_INVERTED),
+    Mistake("mask inverted", lambda q, k, v, mask: _masked_variant(q, k, v, mask, invert=True), MASK_INVERTED),
     *(  # inverted and, as in notebook 08's padded_attention, the masked weights not zeroed
-        _Mistake(
+        Mistake(
             "mask inverted",
             lambda q, k, v, mask, fill=fill: _masked_variant(q, k, v, mask, invert=True, fill=fill, zero_empty=False),
             MASK_INVERTED + " (Then also zero the masked weights after the softmax, so a query with no allowed key "
@@ -181,20 +181,20 @@ MASKED_ATTENTION_MISTAKES = [
         )
         for fill in (None, -1e9, -math.inf)
     ),
-    _Mistake(
+    Mistake(
         "-inf fill gives NaN",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask, fill=-math.inf, zero_empty=False),
         "a query with no allowed key gets NaN: either a softmax over scores that are all -inf, or a "
         "renormalisation of masked weights that divides 0 by 0 (w / w.sum(-1, keepdim=True)). Fill the masked "
         "scores with torch.finfo(scores.dtype).min before the softmax, then zero the masked weights after it.",
     ),
-    _Mistake(
+    Mistake(
         "uniform weights on a fully masked row",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask, fill=-1e9, zero_empty=False),
         "masked scores filled with -1e9 (or finfo.min) and the masked weights not zeroed: a query with no allowed "
         "key gets uniform weights over the padding. Set the weights where ~mask to 0.0 after the softmax.",
     ),
-    _Mistake(
+    Mistake(
         "mask applied after the softmax",
         lambda q, k, v, mask: _masked_variant(q, k, v, mask, after=True),
         "the softmax ran over every key and the masked weights were set to 0 afterwards (softmax(...) * mask), so "
@@ -202,7 +202,7 @@ MASKED_ATTENTION_MISTAKES = [
         "with torch.finfo(scores.dtype).min before the softmax, then zero the masked weights after it.",
     ),
     *(
-        _Mistake(
+        Mistake(
             "masked scores filled with 0",
             lambda q, k, v, mask, zero=zero: _masked_variant(q, k, v, mask, fill=0.0, zero_empty=zero),
             "the masked scores were set to 0, an ordinary score (exp(0) = 1), so masked keys still take weight "
@@ -210,19 +210,19 @@ MASKED_ATTENTION_MISTAKES = [
         )
         for zero in (True, False)
     ),
-    _Mistake(
+    Mistake(
         "mask ignored",
-        lambda q, k, v, mask: _attention_variant(q, k, v),
+        lambda q, k, v, mask: attention_variant(q, k, v),
         "the mask has no effect: your results equal attention without a mask. Is the result of masked_fill "
         "assigned, scores = scores.masked_fill(~mask, ...)? masked_fill returns a new tensor (masked_fill_ is the "
         "in-place one).",
     ),
-    _Mistake("no scaling", lambda q, k, v, mask: _masked_variant(q, k, v, mask, scale=False), NO_SCALING),
-    _Mistake("softmax over queries", lambda q, k, v, mask: _masked_variant(q, k, v, mask, dim=-2), SOFTMAX_AXIS),
+    Mistake("no scaling", lambda q, k, v, mask: _masked_variant(q, k, v, mask, scale=False), NO_SCALING),
+    Mistake("softmax over queries", lambda q, k, v, mask: _masked_variant(q, k, v, mask, dim=-2), SOFTMAX_AXIS),
 ]
 
 
-_BOOLEAN_INDEX_ERROR = _ErrorHint(
+_BOOLEAN_INDEX_ERROR = ErrorHint(
     "boolean indexing with a broadcast mask",
     lambda error: isinstance(error, IndexError) and "shape of the mask" in str(error),
     "boolean indexing (scores[~mask] = ...) does not broadcast: the mask must have exactly the scores' shape, and "
@@ -231,7 +231,7 @@ _BOOLEAN_INDEX_ERROR = _ErrorHint(
 )
 
 
-_MASKED_ATTENTION_HINTS = _hints(
+_MASKED_ATTENTION_HINTS = register_hints(
     "02.2",
     "Eq. 1 with a mask (§3.2.3): before the softmax, make every score where the mask is False so negative that "
     "its weight comes out 0, and still finite; after the softmax, make sure a query with no allowed key ends "
@@ -247,17 +247,17 @@ _MASKED_ATTENTION_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_masked_attention(masked_attention: Callable) -> Verdict:
     """Exercise 02.2: ``masked_attention(query, key, value, mask) -> (output, weights)``, True = may attend."""
-    return _check(
+    return run_checks(
         "Exercise 02.2 masked attention",
         masked_attention,
-        scaled_dot_product_attention,
-        _masked_cases(),
-        MASKED_ATTENTION_MISTAKES,
-        _MASKED_ATTENTION_HINTS,
-        names=("output", "weights"),
-        error_hints=(_BOOLEAN_INDEX_ERROR, _DOT_T_ERROR),
-        inputs=("query", "key", "value", "mask"),
+        reference=scaled_dot_product_attention,
+        cases=_masked_cases(),
+        mistakes=MASKED_ATTENTION_MISTAKES,
+        hints=_MASKED_ATTENTION_HINTS,
+        result_names=("output", "weights"),
+        error_hints=(_BOOLEAN_INDEX_ERROR, DOT_T_ERROR),
+        input_names=("query", "key", "value", "mask"),
     )

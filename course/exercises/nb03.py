@@ -12,18 +12,18 @@ from torch import nn
 
 from course.exercises.engine import (
     FAILED,
+    Case,
+    ErrorHint,
+    Mistake,
     Verdict,
-    _answer_codes,
-    _Case,
-    _check,
-    _counted,
-    _ErrorHint,
-    _generator,
-    _hints,
-    _kind,
-    _Mistake,
-    _run,
-    _short,
+    answer_codes,
+    counts_attempts,
+    describe,
+    register_hints,
+    run_checks,
+    run_once,
+    seeded_generator,
+    short_message,
 )
 from helpers import attention  # the references of 03.1 and 03.2: attention.split_heads, attention.combine_heads
 from helpers.attention import MultiHeadAttention
@@ -45,35 +45,35 @@ def _split_not_moved(x, num_heads):
 
 
 def _heads_input(seed: int, B: int, n: int, d_model: int):
-    return torch.randn(B, n, d_model, generator=_generator(seed))
+    return torch.randn(B, n, d_model, generator=seeded_generator(seed))
 
 
 SPLIT_MISTAKES = [
-    _Mistake(
+    Mistake(
         "view without transpose",
         _split_without_transpose,
         "reshaped straight to (B, h, n, d_k) with view/reshape and no transpose: each 'head' now holds pieces of "
         "different positions. View as (B, n, h, d_k) first, then .transpose(1, 2).",
     ),
-    _Mistake(
+    Mistake(
         "features interleaved",
         _split_interleaved,
         "head i takes every h-th feature instead of the contiguous block i*d_k .. (i+1)*d_k - 1: view as "
         "(B, n, h, d_k), not (B, n, d_k, h).",
     ),
-    _Mistake(
+    Mistake(
         "unflatten without transpose",
         _split_not_moved,
         "the features have their head axis, but it is still after the positions: (B, n, h, d_k). Move it in front "
         "with .transpose(1, 2) to get (B, h, n, d_k).",
     ),
-    _Mistake(
+    Mistake(
         "transposed the wrong axes",
         lambda x, h: _split_not_moved(x, h).transpose(2, 3),
         "after the view to (B, n, h, d_k), transpose(2, 3) swapped heads and features, giving (B, n, d_k, h): the "
         "positions stay at axis 1 and the heads end last. Swap axes 1 and 2, .transpose(1, 2), for (B, h, n, d_k).",
     ),
-    _Mistake(
+    Mistake(
         "permuted the wrong axes",
         lambda x, h: _split_not_moved(x, h).permute(0, 2, 3, 1),
         "after the view to (B, n, h, d_k), permute(0, 2, 3, 1) gives (B, h, d_k, n): the heads are in front, but "
@@ -83,7 +83,7 @@ SPLIT_MISTAKES = [
 ]
 
 
-_SPLIT_HINTS = _hints(
+_SPLIT_HINTS = register_hints(
     "03.1",
     "head i takes the contiguous block of d_k = d_model // num_heads features i*d_k .. (i+1)*d_k - 1 "
     "(§3.2.2). First give the features their own head axis, then move the head axis in front of the "
@@ -98,37 +98,37 @@ _SPLIT_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_split_heads(split_heads: Callable) -> Verdict:
     """Exercise 03.1: ``split_heads(x (B, n, d_model), num_heads) -> (B, h, n, d_k)``."""
     cases = [
-        _Case("B=2, n=3, d_model=8, 2 heads", (_heads_input(5, 2, 3, 8), 2)),
-        _Case("B=1, n=5, d_model=12, 3 heads", (_heads_input(6, 1, 5, 12), 3)),
+        Case("B=2, n=3, d_model=8, 2 heads", (_heads_input(5, 2, 3, 8), 2)),
+        Case("B=1, n=5, d_model=12, 3 heads", (_heads_input(6, 1, 5, 12), 3)),
     ]
-    return _check(
+    return run_checks(
         "Exercise 03.1 split heads",
         split_heads,
-        attention.split_heads,  # the reference is the helper (the parameter split_heads is the reader's)
-        cases,
-        SPLIT_MISTAKES,
-        _SPLIT_HINTS,
-        inputs=("x", "num_heads"),
+        reference=attention.split_heads,  # the reference is the helper (the parameter split_heads is the reader's)
+        cases=cases,
+        mistakes=SPLIT_MISTAKES,
+        hints=_SPLIT_HINTS,
+        input_names=("x", "num_heads"),
     )
 
 
 COMBINE_MISTAKES = [
-    _Mistake(
+    Mistake(
         "view without transpose",
         lambda x: x.reshape(x.shape[0], x.shape[2], -1),
         "reshaped (B, h, n, d_k) straight to (B, n, h*d_k) without moving the head axis: positions and "
         "heads get mixed. Transpose to (B, n, h, d_k) first.",
     ),
-    _Mistake(
+    Mistake(
         "heads in the wrong order",
         lambda x: attention.combine_heads(x.flip(1)),
         "the heads are concatenated in reverse order: head 0 must fill features 0 .. d_k - 1.",
     ),
-    _Mistake(
+    Mistake(
         "features interleaved",
         lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1),
         "the heads' features are interleaved (feature-major) instead of concatenated head after head: "
@@ -137,7 +137,7 @@ COMBINE_MISTAKES = [
         "order.",
     ),
     *(
-        _Mistake(
+        Mistake(
             "transposed the wrong axes",
             wrong,
             "transpose(2, 3) swapped positions and features inside each head, giving (B, h, d_k, n): the heads "
@@ -150,20 +150,20 @@ COMBINE_MISTAKES = [
             lambda x: x.transpose(2, 3),
         )
     ),
-    _Mistake(
+    Mistake(
         "features interleaved",
         lambda x: x.permute(0, 2, 3, 1),
         "permute(0, 2, 3, 1) gives (B, n, d_k, h): the positions are back at axis 1, but the heads end last, "
         "behind the features. Use transpose(1, 2) for (B, n, h, d_k), then merge the last two axes, "
         ".flatten(2).",
     ),
-    _Mistake(
+    Mistake(
         "flatten without transpose",
         lambda x: x.flatten(2),
         "the last two axes of (B, h, n, d_k) were merged, giving (B, h, n*d_k): the head axis must first move "
         "behind the positions, .transpose(1, 2) to (B, n, h, d_k), and then .flatten(2) merges h and d_k.",
     ),
-    _Mistake(
+    Mistake(
         "not merged",
         lambda x: x.transpose(1, 2),
         "the axes are in the right order, (B, n, h, d_k), but h and d_k are not merged yet: .flatten(2) (or "
@@ -172,7 +172,7 @@ COMBINE_MISTAKES = [
 ]
 
 
-_COMBINE_HINTS = _hints(
+_COMBINE_HINTS = register_hints(
     "03.2",
     "the inverse of splitting, and the paper's Concat (§3.2.2): bring the positions back in front of the heads, "
     "(B, n, h, d_k), then merge the last two axes so head 0's d_k features come first, then head 1's. "
@@ -184,27 +184,27 @@ _COMBINE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_combine_heads(combine_heads: Callable) -> Verdict:
     """Exercise 03.2: ``combine_heads(x (B, h, n, d_k)) -> (B, n, h * d_k)``, the inverse of splitting."""
-    g = _generator(7)
+    g = seeded_generator(7)
     cases = [
-        _Case("B=2, 2 heads, n=3, d_k=4", (torch.randn(2, 2, 3, 4, generator=g),)),
-        _Case("B=1, 3 heads, n=5, d_k=2", (torch.randn(1, 3, 5, 2, generator=g),)),
+        Case("B=2, 2 heads, n=3, d_k=4", (torch.randn(2, 2, 3, 4, generator=g),)),
+        Case("B=1, 3 heads, n=5, d_k=2", (torch.randn(1, 3, 5, 2, generator=g),)),
     ]
-    return _check(
+    return run_checks(
         "Exercise 03.2 combine heads",
         combine_heads,
-        attention.combine_heads,  # the reference is the helper (the parameter combine_heads is the reader's)
-        cases,
-        COMBINE_MISTAKES,
-        _COMBINE_HINTS,
-        inputs=("x",),
+        reference=attention.combine_heads,  # the reference is the helper (the parameter combine_heads is the reader's)
+        cases=cases,
+        mistakes=COMBINE_MISTAKES,
+        hints=_COMBINE_HINTS,
+        input_names=("x",),
     )
 
 
 @functools.cache
-def _mha_reference() -> MultiHeadAttention:
+def mha_reference() -> MultiHeadAttention:
     """The checker's reference, MultiHeadAttention(12, 3) with seeded weights (the same on every call; never
     trained or changed, so one instance serves every attempt and every mistake)."""
     with torch.random.fork_rng():  # leave the reader's random state alone
@@ -224,7 +224,7 @@ def _mha_variant(
     """A deliberately wrong copy of the reference's forward pass (self- or cross-attention)."""
 
     def forward(query, key, value):
-        reference = _mha_reference()
+        reference = mha_reference()
         B, n, d_model = query.shape
         m, h, d_k = key.shape[1], reference.num_heads, reference.d_k
 
@@ -246,41 +246,41 @@ def _mha_variant(
 
 
 MHA_MISTAKES = [
-    _Mistake(
+    Mistake(
         "outputs swapped",
-        lambda query, key, value: _mha_reference()(query, key, value)[::-1],
+        lambda query, key, value: mha_reference()(query, key, value)[::-1],
         "the two results are returned in the wrong order: return (output, weights).",
     ),
-    _Mistake(
+    Mistake(
         "scaled by sqrt(d_model)",
         _mha_variant(scale_d_model=True),
         "scores divided by sqrt(d_model) instead of sqrt(d_k) of each head: the weights come out too flat.",
     ),
-    _Mistake(
+    Mistake(
         "view without transpose",
         _mha_variant(no_transpose=True),
         "heads split with view/reshape straight to (B, h, n, d_k), no transpose: the output shape is right but "
         "each head mixes positions.",
     ),
-    _Mistake(
+    Mistake(
         "no output projection",
         _mha_variant(no_w_o=True),
         "the heads are concatenated but w_o is never applied: W^O (§3.2.2) projects the concatenation, "
         "return self.w_o(concat), weights.",
     ),
-    _Mistake(
+    Mistake(
         "values projected from the keys",
         _mha_variant(key_for_value=True),
         "the values are computed from `key` (self.w_v(key)): in cross-attention key and value are different "
         "tensors; project the values from `value`.",
     ),
-    _Mistake(
+    Mistake(
         "keys projected from the values",
         _mha_variant(value_for_key=True),
         "the keys are computed from `value` (self.w_k(value)): in cross-attention key and value are different "
         "tensors; project the keys from `key`.",
     ),
-    _Mistake(
+    Mistake(
         "weights averaged over heads",
         _mha_variant(mean_weights=True),
         "the weights are averaged over the heads, (B, n, m): return one weight matrix per head, (B, h, n, m).",
@@ -319,7 +319,7 @@ def _parameter_problems(answer: nn.Module, reference: nn.Module) -> tuple[list[s
     return problems, key if problems else None, extra
 
 
-_MHA_HINTS = _hints(
+_MHA_HINTS = register_hints(
     "03.3",
     "§3.2.2: project query, key and value with w_q, w_k, w_v (queries from `query`, keys from `key`, values "
     "from `value`); split each into h heads of d_k = d_model / h features; run Eq. 1 in every head at once, "
@@ -346,7 +346,7 @@ _MHA_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_multi_head_attention(module_class: type) -> Verdict:
     """Exercise 03.3: a class ``module_class(d_model, num_heads)`` with ``nn.Linear`` layers ``w_q, w_k, w_v, w_o``
     whose ``forward(query, key, value)`` returns ``(output (B, n, d_model), weights (B, h, n, m))``.
@@ -356,7 +356,7 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     is off) and compares it on self-attention and on cross-attention with different key and value tensors. An
     instance passed instead of the class is accepted (a copy of it is checked)."""
     exercise = "Exercise 03.3 multi-head attention"
-    reference = _mha_reference()
+    reference = mha_reference()
     notes: list[str] = []
     if isinstance(module_class, nn.Module):
         try:
@@ -372,8 +372,8 @@ def check_multi_head_attention(module_class: type) -> Verdict:
         notes.append("(You passed an instance; the checker used a copy of it. Passing the class is enough.)")
     elif isinstance(module_class, type):
         name = getattr(module_class, "__name__", "your class")
-        codes = _answer_codes(module_class.__init__)
-        answer, verdict = _run(exercise, module_class, f"{name}(12, 3)", (12, 3), codes, _MHA_HINTS, ())
+        codes = answer_codes(module_class.__init__)
+        answer, verdict = run_once(exercise, module_class, f"{name}(12, 3)", (12, 3), codes, _MHA_HINTS, ())
         if verdict is not None:
             return verdict
         if not isinstance(answer, nn.Module):
@@ -388,7 +388,7 @@ def check_multi_head_attention(module_class: type) -> Verdict:
         return Verdict(
             exercise,
             FAILED,
-            f"expected your class, got {_kind(module_class)}.",
+            f"expected your class, got {describe(module_class)}.",
             "instance instead of class",
             ["Pass the class, not an instance or a function: check_multi_head_attention(MyMultiHeadAttention)."],
         )
@@ -409,14 +409,16 @@ def check_multi_head_attention(module_class: type) -> Verdict:
     try:
         answer.load_state_dict(reference_parameters, strict=False)  # extra buffers and parameters are left alone
     except Exception as error:
-        return Verdict(exercise, FAILED, f"could not copy the reference weights into your module ({_short(error)}).")
+        return Verdict(
+            exercise, FAILED, f"could not copy the reference weights into your module ({short_message(error)})."
+        )
     answer.eval()  # dropout off: the comparison is deterministic
     if extra:
         notes.append(f"Your module also has parameters the checker does not fill: {', '.join(extra)}.")
-    g = _generator(9)
+    g = seeded_generator(9)
     x, memory = torch.randn(2, 4, 12, generator=g), torch.randn(2, 6, 12, generator=g)
     value = torch.randn(2, 6, 12, generator=g)  # not the keys: projecting values from keys must show
-    cross_error = _ErrorHint(
+    cross_error = ErrorHint(
         "fails on cross-attention",
         lambda error: True,
         "your module runs on self-attention but raises on cross-attention, where query, key and value are three "
@@ -424,18 +426,18 @@ def check_multi_head_attention(module_class: type) -> Verdict:
         "use m = key.shape[1] wherever the keys' length is meant (not n = query.shape[1]).",
     )
     cases = [
-        _Case("self-attention, B=2, n=4", (x, x, x)),
-        _Case("cross-attention, n=4, m=6", (x, memory, value), error_hints=(cross_error,)),
+        Case("self-attention, B=2, n=4", (x, x, x)),
+        Case("cross-attention, n=4, m=6", (x, memory, value), error_hints=(cross_error,)),
     ]
     with torch.no_grad():
-        return _check(
+        return run_checks(
             exercise,
             answer,
-            reference,
-            cases,
-            MHA_MISTAKES,
-            _MHA_HINTS,
-            names=("output", "weights"),
+            reference=reference,
+            cases=cases,
+            mistakes=MHA_MISTAKES,
+            hints=_MHA_HINTS,
+            result_names=("output", "weights"),
             notes=tuple(notes),
-            inputs=("query", "key", "value"),
+            input_names=("query", "key", "value"),
         )

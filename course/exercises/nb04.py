@@ -7,29 +7,29 @@ from collections.abc import Callable
 import torch
 
 from course.exercises.engine import (
+    Case,
+    Mistake,
     Verdict,
-    _Case,
-    _check,
-    _counted,
-    _hints,
-    _Mistake,
+    counts_attempts,
+    register_hints,
+    run_checks,
 )
 from helpers.masks import causal_mask
 
 CAUSAL_MASK_MISTAKES = [
-    _Mistake(
+    Mistake(
         "future instead of past",
         lambda n: torch.ones(n, n, dtype=torch.bool).triu(diagonal=1),
         "this is triu(..., diagonal=1), the mask of the *future*: passed where True means 'may attend', every "
         "query attends only to later keys. Use tril (the lower triangle, diagonal included).",
     ),
-    _Mistake(
+    Mistake(
         "diagonal excluded",
         lambda n: torch.ones(n, n, dtype=torch.bool).tril(diagonal=-1),
         "the diagonal is excluded: a query must be allowed to attend to its own position (and query 0 would "
         "have no key at all).",
     ),
-    _Mistake(
+    Mistake(
         "upper triangle",
         lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
         "the upper triangle (keys j >= i) is allowed: rows are queries, so the allowed keys j <= i form the "
@@ -37,7 +37,7 @@ CAUSAL_MASK_MISTAKES = [
     ),
 ]
 
-_CAUSAL_HINTS = _hints(
+_CAUSAL_HINTS = register_hints(
     "04.1",
     "row i is a query and column j a key; query i may see the keys j <= i, never a later one (§3.2.3). Which "
     "triangle of an (n, n) boolean matrix is that, and is the diagonal in it? To see a difference, print your "
@@ -48,16 +48,16 @@ _CAUSAL_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_causal_mask(make_causal_mask: Callable) -> Verdict:
     """Exercise 04.1: ``make_causal_mask(n) -> (n, n)`` boolean, True where query i may attend to key j <= i."""
-    cases = [_Case("n=1", (1,)), _Case("n=4", (4,)), _Case("n=7", (7,))]
-    return _check(
+    cases = [Case("n=1", (1,)), Case("n=4", (4,)), Case("n=7", (7,))]
+    return run_checks(
         "Exercise 04.1 causal mask",
         make_causal_mask,
-        causal_mask,
-        cases,
-        CAUSAL_MASK_MISTAKES,
-        _CAUSAL_HINTS,
-        inputs=("n",),
+        reference=causal_mask,
+        cases=cases,
+        mistakes=CAUSAL_MASK_MISTAKES,
+        hints=_CAUSAL_HINTS,
+        input_names=("n",),
     )

@@ -7,12 +7,12 @@ from collections.abc import Callable
 import torch
 
 from course.exercises.engine import (
+    Case,
+    Mistake,
     Verdict,
-    _Case,
-    _check,
-    _counted,
-    _hints,
-    _Mistake,
+    counts_attempts,
+    register_hints,
+    run_checks,
 )
 from helpers.encoder import positional_encoding
 
@@ -34,43 +34,43 @@ def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimensi
 
 
 POSITIONAL_ENCODING_MISTAKES = [
-    _Mistake(
+    Mistake(
         "sin and cos swapped",
         lambda max_len, d_model: _pe_variant(max_len, d_model, swap=True),
         "sin and cos are swapped: even dimensions 2i take the sine, odd dimensions 2i+1 the cosine (§3.5).",
     ),
-    _Mistake(
+    Mistake(
         "exponent uses i instead of 2i",
         lambda max_len, d_model: _pe_variant(max_len, d_model, exponent_dim=True),
         "the exponent is i / d_model; the paper's is 2i / d_model, where 2i is the even dimension index.",
     ),
-    _Mistake(
+    Mistake(
         "exponent per dimension",
         lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=1),
         "each dimension j got its own exponent j / d_model, so the cosine in dimension 2i + 1 has a different "
         "frequency from the sine in 2i. The pair shares one frequency, 1 / 10000^(2i / d_model): use the even "
         "index 2i for both.",
     ),
-    _Mistake(
+    Mistake(
         "2 counted twice",
         lambda max_len, d_model: _pe_variant(max_len, d_model, per_dimension=2),
         "the exponent is 2j / d_model with j the column index, so the 2 is counted twice: in the paper's "
         "2i / d_model, 2i already is the (even) column index. Column 2i and column 2i + 1 share the frequency "
         "1 / 10000^(2i / d_model): with j the column, that is j - j % 2, not 2j.",
     ),
-    _Mistake(
+    Mistake(
         "2 counted twice",
         lambda max_len, d_model: _pe_variant(max_len, d_model, doubled=True),
         "the exponent is 2i / d_model with i already the even column index (0, 2, 4, ...), so the 2 is counted "
         "twice: torch.arange(0, d_model, 2), or a loop over range(0, d_model, 2), already gives the paper's 2i. "
         "Use it as it is, 10000^(2i / d_model) with 2i = 0, 2, 4, ...",
     ),
-    _Mistake(
+    Mistake(
         "positions start at 1",
         lambda max_len, d_model: _pe_variant(max_len, d_model, start=1),
         "the positions run 1 .. max_len; they start at 0 (row 0 is sin 0 = 0, cos 0 = 1): torch.arange(max_len).",
     ),
-    _Mistake(
+    Mistake(
         "sines and cosines in halves",
         lambda max_len, d_model: torch.cat(
             [_pe_variant(max_len, d_model)[:, 0::2], _pe_variant(max_len, d_model)[:, 1::2]], dim=-1
@@ -80,7 +80,7 @@ POSITIONAL_ENCODING_MISTAKES = [
     ),
 ]
 
-_PE_HINTS = _hints(
+_PE_HINTS = register_hints(
     "05.1",
     "§3.5: the dimensions come in pairs (2i, 2i + 1) that share one frequency, 1 / 10000^(2i / d_model); the even "
     "one holds the sine of position × frequency, the odd one the cosine. Positions are 0 .. max_len - 1. To see "
@@ -98,18 +98,18 @@ _PE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_positional_encoding(make_positional_encoding: Callable) -> Verdict:
     """Exercise 05.1: ``make_positional_encoding(max_len, d_model) -> (max_len, d_model)``, §3.5.
 
     Compared with ``rtol=1e-4, atol=1e-5``; any floating dtype is accepted."""
-    cases = [_Case("max_len=6, d_model=4", (6, 4)), _Case("max_len=50, d_model=16", (50, 16))]
-    return _check(
+    cases = [Case("max_len=6, d_model=4", (6, 4)), Case("max_len=50, d_model=16", (50, 16))]
+    return run_checks(
         "Exercise 05.1 positional encoding",
         make_positional_encoding,
-        positional_encoding,
-        cases,
-        POSITIONAL_ENCODING_MISTAKES,
-        _PE_HINTS,
-        inputs=("max_len", "d_model"),
+        reference=positional_encoding,
+        cases=cases,
+        mistakes=POSITIONAL_ENCODING_MISTAKES,
+        hints=_PE_HINTS,
+        input_names=("max_len", "d_model"),
     )

@@ -9,20 +9,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from course.exercises.engine import (
+    Case,
+    Mistake,
     Verdict,
-    _Case,
-    _check,
-    _counted,
-    _generator,
-    _hints,
-    _Mistake,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
 )
 from helpers.attention import MultiHeadAttention
 from helpers.encoder import EncoderBlock
 from helpers.masks import padding_mask
 
 
-class _SelfAttention(nn.Module):
+class SelfAttention(nn.Module):
     """``attention(x, mask)``: the block's multi-head self-attention, its output only."""
 
     def __init__(self, attention: MultiHeadAttention):
@@ -34,7 +34,7 @@ class _SelfAttention(nn.Module):
 
 
 def _block_parts(block: EncoderBlock):
-    return _SelfAttention(block.self_attn), block.feed_forward, block.norm1, block.norm2
+    return SelfAttention(block.self_attn), block.feed_forward, block.norm1, block.norm2
 
 
 def _post_norm(x, mask, attention, feed_forward, norm1, norm2):
@@ -59,9 +59,9 @@ def _residual_from_normalised(x, mask, a, f, n1, n2):
     return h + f(h)
 
 
-def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
+def _block_mistakes(norm_first: bool, reference: Callable) -> list[Mistake]:
     same_norm = [
-        _Mistake(
+        Mistake(
             "same norm twice",
             lambda x, mask, a, f, n1, n2, pick=pick: reference(x, mask, a, f, pick(n1, n2), pick(n1, n2)),
             "the same LayerNorm is used for both sub-layers: norm1 goes with the attention sub-layer, norm2 with the "
@@ -69,7 +69,7 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
         )
         for pick in (lambda n1, n2: n1, lambda n1, n2: n2)
     ]
-    norm_inside = _Mistake(
+    norm_inside = Mistake(
         "norm inside the residual",
         _norm_inside,
         "x + LayerNorm(Sublayer(x)): the norm is applied to the sub-layer's output only. "
@@ -80,31 +80,31 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
         ),
     )
     mistakes = [
-        _Mistake(
+        Mistake(
             "post-norm and pre-norm swapped",
             _post_norm if norm_first else _pre_norm,
             "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's post-norm is LayerNorm(x + Sublayer(x))."
             if not norm_first
             else "this is the post-norm block, LayerNorm(x + Sublayer(x)); pre-norm is x + Sublayer(LayerNorm(x)).",
         ),
-        _Mistake(
+        Mistake(
             "mask ignored",
             lambda x, mask, *parts: reference(x, None, *parts),
             "the mask is not passed on to attention(x, mask), so padded keys still receive attention.",
         ),
-        _Mistake(
+        Mistake(
             "norm1 and norm2 swapped",
             lambda x, mask, a, f, n1, n2: reference(x, mask, a, f, n2, n1),
             "norm1 belongs to the attention sub-layer and norm2 to the feed-forward one; yours are swapped.",
         ),
-        _Mistake(
+        Mistake(
             "no residual",
             (lambda x, mask, a, f, n1, n2: n2(f(n1(a(x, mask)))))
             if not norm_first
             else (lambda x, mask, a, f, n1, n2: f(n2(a(n1(x), mask)))),
             "the residual connections are missing: each sub-layer's input must be added back (x + ...).",
         ),
-        _Mistake(
+        Mistake(
             "sub-layers in the wrong order",
             lambda x, mask, a, f, n1, n2: reference(x, mask, lambda y, mask: f(y), lambda y: a(y, mask), n1, n2),
             "the feed-forward sub-layer comes first: in the encoder layer (§3.1) self-attention comes first (with "
@@ -112,7 +112,7 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
         ),
         *same_norm,
         norm_inside,
-        _Mistake(
+        Mistake(
             "second sub-layer reads the block's input",
             (lambda x, mask, a, f, n1, n2: n2(x + f(n1(x + a(x, mask)))))
             if not norm_first
@@ -129,7 +129,7 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
     ]
     if norm_first:
         mistakes.append(
-            _Mistake(
+            Mistake(
                 "residual from the normalised x",
                 _residual_from_normalised,
                 "the residual adds the normalised x, LayerNorm(x) + Sublayer(LayerNorm(x)): pre-norm keeps the "
@@ -143,7 +143,7 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
             lambda x, n1, n2: F.layer_norm(x, x.shape[-1:]),
         ):
             mistakes.append(
-                _Mistake(
+                Mistake(
                     "final LayerNorm in the block",
                     lambda x, mask, a, f, n1, n2, final=final: final(_pre_norm(x, mask, a, f, n1, n2), n1, n2),
                     "the block ends with a LayerNorm: in pre-norm the final LayerNorm belongs to the stack, once "
@@ -156,7 +156,7 @@ def _block_mistakes(norm_first: bool, reference: Callable) -> list[_Mistake]:
 POST_NORM_MISTAKES = _block_mistakes(False, _post_norm)
 PRE_NORM_MISTAKES = _block_mistakes(True, _pre_norm)
 
-_POST_NORM_HINTS = _hints(
+_POST_NORM_HINTS = register_hints(
     "06.1",
     "§3.1: the output of each sub-layer is LayerNorm(x + Sublayer(x)): the sub-layer's input is added to its "
     "output (the residual) and then the sum is normalised. Self-attention, with the mask, goes with norm1 and "
@@ -167,7 +167,7 @@ _POST_NORM_HINTS = _hints(
     "the second line reads the result of the first, not the block's input.",
     "x = norm1(x + attention(x, mask))\nreturn norm2(x + feed_forward(x))",
 )
-_PRE_NORM_HINTS = _hints(
+_PRE_NORM_HINTS = register_hints(
     "06.2",
     "pre-norm (section 5) normalises each sub-layer's input, not the sum: x + Sublayer(LayerNorm(x)), so the "
     "residual path carries the un-normalised x. norm1 goes before the attention (with the mask), norm2 before "
@@ -180,7 +180,7 @@ _PRE_NORM_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Verdict:
     """Exercise 06.1/06.2: ``encoder_block(x, mask, attention, feed_forward, norm1, norm2) -> (B, n, d_model)``.
 
@@ -197,10 +197,10 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
                 norm.weight.uniform_(0.5, 1.5)
                 norm.bias.normal_(0.0, 0.5)
     parts = _block_parts(block)
-    g = _generator(11)
+    g = seeded_generator(11)
     cases = [
-        _Case("B=2, n=5, no mask", (torch.randn(2, 5, 16, generator=g), None, *parts)),
-        _Case("B=2, n=5, padding mask", (torch.randn(2, 5, 16, generator=g), padding_mask([5, 3], 5), *parts)),
+        Case("B=2, n=5, no mask", (torch.randn(2, 5, 16, generator=g), None, *parts)),
+        Case("B=2, n=5, padding mask", (torch.randn(2, 5, 16, generator=g), padding_mask([5, 3], 5), *parts)),
     ]
 
     def reference(x, mask, *_parts):  # the helper itself; the cases hand the answer copies of this block's parts
@@ -208,12 +208,12 @@ def check_encoder_block(encoder_block: Callable, norm_first: bool = False) -> Ve
 
     name = "Exercise 06.2 pre-norm block" if norm_first else "Exercise 06.1 post-norm block"
     with torch.no_grad():
-        return _check(
+        return run_checks(
             name,
             encoder_block,
-            reference,
-            cases,
-            PRE_NORM_MISTAKES if norm_first else POST_NORM_MISTAKES,
-            _PRE_NORM_HINTS if norm_first else _POST_NORM_HINTS,
-            inputs=("x", "mask", "attention", "feed_forward", "norm1", "norm2"),
+            reference=reference,
+            cases=cases,
+            mistakes=PRE_NORM_MISTAKES if norm_first else POST_NORM_MISTAKES,
+            hints=_PRE_NORM_HINTS if norm_first else _POST_NORM_HINTS,
+            input_names=("x", "mask", "attention", "feed_forward", "norm1", "norm2"),
         )

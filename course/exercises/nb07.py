@@ -8,14 +8,14 @@ from collections.abc import Callable
 import torch
 
 from course.exercises.engine import (
+    Case,
+    ErrorHint,
+    Mistake,
     Verdict,
-    _Case,
-    _check,
-    _counted,
-    _ErrorHint,
-    _generator,
-    _hints,
-    _Mistake,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
 )
 from helpers import tasks
 
@@ -43,20 +43,20 @@ def _out_of_row(error: BaseException) -> bool:
 
 
 REVERSE_TARGETS_MISTAKES = [
-    _Mistake(
+    Mistake(
         "whole row flipped",
         lambda t, lengths: t.flip(1),
         "the whole padded row is flipped, so the padding moves to the front and every real token lands "
         "n - len places too far right. Reverse each sequence within its own length: position i takes "
         "token len - 1 - i.",
     ),
-    _Mistake(
+    Mistake(
         "padding not PAD",
         lambda t, lengths: _reverse_variant(t, lengths, pad=False),
         "the real positions are right, but the padded positions must hold PAD (0) so the loss can ignore them.",
     ),
     *(
-        _Mistake(
+        Mistake(
             "off by one",
             lambda t, lengths, s=s: _reverse_variant(t, lengths, shift=s),
             "an off-by-one in the source index: " + OFF_BY_ONE_REVERSE,
@@ -65,7 +65,7 @@ REVERSE_TARGETS_MISTAKES = [
     ),
 ]
 
-_REVERSE_HINTS = _hints(
+_REVERSE_HINTS = register_hints(
     "07.1",
     "each sequence is reversed within its own length, not the whole padded row: in a row with len real tokens, "
     "position i takes the token at position len - 1 - i, and the padded positions (i >= len) hold the padding id 0 "
@@ -81,24 +81,24 @@ _REVERSE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_reverse_targets(reverse_targets: Callable) -> Verdict:
     """Exercise 07.1: ``reverse_targets(tokens (B, n), lengths (B,)) -> targets (B, n)``.
 
     Each sequence is reversed within its own length; padded positions get ``PAD`` (0).
     """
-    g = _generator(12)
+    g = seeded_generator(12)
     tokens = torch.randint(1, 9, (4, 6), generator=g)
     lengths = torch.tensor([6, 4, 1, 3])
     padded_positions = torch.arange(6) >= lengths[:, None]
     padded = tokens.masked_fill(padded_positions, 0)
     regions = {"the padded positions": padded_positions, "the real positions (not the padding)": ~padded_positions}
-    off_by_one = _ErrorHint(
+    off_by_one = ErrorHint(
         "off by one", _out_of_row, "an index ran past the end of a row, an off-by-one: " + OFF_BY_ONE_REVERSE
     )
     # The first case has no padding, so len - 1 - i stays in 0 .. n - 1 there: an answer that gets through it and
     # then reads index -1 on the padded case has the right formula, and only the padded positions are out of range.
-    negative_at_the_padding = _ErrorHint(
+    negative_at_the_padding = ErrorHint(
         "negative indices at the padding",
         lambda error: _out_of_row(error) and bool(_NEGATIVE_INDEX.search(str(error))),
         "not an off-by-one: len - 1 - i is right at the real positions, but at the padded ones (i >= len) it is "
@@ -108,24 +108,24 @@ def check_reverse_targets(reverse_targets: Callable) -> Verdict:
         "the real positions.",
     )
     cases = [
-        _Case(
+        Case(
             "4 sequences of length 6",
             (torch.randint(1, 9, (4, 6), generator=g), torch.full((4,), 6)),
             error_hints=(off_by_one,),
         ),
-        _Case(
+        Case(
             "lengths [6, 4, 1, 3], right-padded with 0",
             (padded, lengths),
             regions,
             error_hints=(negative_at_the_padding, off_by_one),
         ),
     ]
-    return _check(
+    return run_checks(
         "Exercise 07.1 reverse targets",
         reverse_targets,
-        tasks.reverse_targets,
-        cases,
-        REVERSE_TARGETS_MISTAKES,
-        _REVERSE_HINTS,
-        inputs=("tokens", "lengths"),
+        reference=tasks.reverse_targets,
+        cases=cases,
+        mistakes=REVERSE_TARGETS_MISTAKES,
+        hints=_REVERSE_HINTS,
+        input_names=("tokens", "lengths"),
     )

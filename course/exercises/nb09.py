@@ -9,17 +9,17 @@ import torch
 from torch import nn
 
 from course.exercises.engine import (
+    Case,
+    ErrorHint,
+    Mistake,
     Verdict,
-    _and,
-    _Case,
-    _check,
-    _counted,
-    _ErrorHint,
-    _generator,
-    _hints,
-    _Mistake,
+    counts_attempts,
+    join_and,
+    register_hints,
+    run_checks,
+    seeded_generator,
 )
-from course.exercises.nb06 import _SelfAttention
+from course.exercises.nb06 import SelfAttention
 from helpers import transformer
 from helpers.attention import MultiHeadAttention
 from helpers.decoder import DecoderBlock
@@ -57,13 +57,13 @@ def _shift_variant(targets, bos_id, *, how="right"):
     return torch.cat([bos, targets[:, :-1]], dim=1)
 
 
-def _shift_cases() -> list[_Case]:
-    g = _generator(13)
+def shift_cases() -> list[Case]:
+    g = seeded_generator(13)
     full = torch.cat([torch.randint(5, 20, (2, 4), generator=g), torch.full((2, 1), 2)], dim=1)  # ... <eos>=2
     padded = torch.tensor([[7, 8, 9, 2, 0, 0], [11, 12, 13, 14, 15, 2], [6, 2, 0, 0, 0, 0]])
     return [
-        _Case("B=2, n=5, bos_id=1", (full, 1)),
-        _Case("B=3, n=6, right-padded with 0, bos_id=3", (padded, 3)),
+        Case("B=2, n=5, bos_id=1", (full, 1)),
+        Case("B=3, n=6, right-padded with 0, bos_id=3", (padded, 3)),
     ]
 
 
@@ -75,51 +75,51 @@ _SHIFTED_LEFT = (
 
 SHIFT_MISTAKES = [
     *(
-        _Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
+        Mistake("shifted left", lambda t, b, how=how: _shift_variant(t, b, how=how), _SHIFTED_LEFT)
         for how in ("left", "left, bos last", "rolled left, bos first", "rolled left", "rolled left flattened")
     ),
-    _Mistake(
+    Mistake(
         "rolled",
         lambda t, b: _shift_variant(t, b, how="roll"),
         "torch.roll moves the last token (<eos> or <pad>) to the front instead of inserting <bos>: put bos_id "
         "first and drop the last position.",
     ),
-    _Mistake(
+    Mistake(
         "rolled",
         lambda t, b: _shift_variant(t, b, how="roll flattened"),
         "torch.roll(targets, 1) without dims rolls the flattened tensor, so position 0 of each row gets the "
         "last token of the row before (and no <bos>). Give the axis, dims=1, and then write bos_id into "
         "position 0; or build the result with torch.cat: <bos> first, then targets[:, :-1].",
     ),
-    _Mistake(
+    Mistake(
         "first token overwritten",
         lambda t, b: _shift_variant(t, b, how="overwrite"),
         "bos_id overwrites the first target token, and nothing moves: every other position then sees the token "
         "it must predict. Insert <bos> in front and drop the *last* position.",
     ),
-    _Mistake(
+    Mistake(
         "last position kept",
         lambda t, b: _shift_variant(t, b, how="longer"),
         "the result is one position longer than the targets: <bos> goes in front, and the last position must go, "
         "so that the decoder's input and the targets have the same length n.",
     ),
-    _Mistake(
+    Mistake(
         "no <bos>",
         lambda t, b: _shift_variant(t, b, how="no bos"),
         "position 0 holds 0 (<pad>) instead of bos_id: the decoder's first input is the begin-of-sequence token.",
     ),
-    _Mistake(
+    Mistake(
         "bos hard-coded",
         lambda t, b: _shift_variant(t, b, how="bos 1"),
         "position 0 holds 1 whatever bos_id is: use the bos_id argument.",
     ),
-    _Mistake(
+    Mistake(
         "result equals the targets",
         lambda t, b: _shift_variant(t, b, how="identity"),
         "the result equals the targets: each position would see the token it must predict. After putting "
         "<bos> in front, drop the *last* position, not the first.",
     ),
-    _Mistake(
+    Mistake(
         "<eos> replaced by <pad>",
         lambda t, b: _shift_variant(t, b, how="no eos"),
         "`<eos>` replaced by `<pad>` (0): the shift moves every token as it is. Only the last position is "
@@ -128,7 +128,7 @@ SHIFT_MISTAKES = [
 ]
 
 
-_SHIFT_HINTS = _hints(
+_SHIFT_HINTS = register_hints(
     "09.1",
     "teacher forcing (§3.1): position i of the decoder's input must hold target token i - 1, so that the "
     "prediction at position i, which sees positions <= i only, is a prediction of target token i. What goes "
@@ -142,25 +142,26 @@ _SHIFT_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_shift_right(shift_right: Callable) -> Verdict:
     """Exercise 09.1: ``shift_right(targets (B, n), bos_id) -> decoder input (B, n)`` (§3.1, teacher forcing).
 
     The result must have the targets' dtype, and the targets must come back unchanged."""
-    return _check(
+    return run_checks(
         "Exercise 09.1 shift right",
         shift_right,
-        transformer.shift_right,
-        _shift_cases(),
-        SHIFT_MISTAKES,
-        _SHIFT_HINTS,
-        inputs=("targets", "bos_id"),
+        reference=transformer.shift_right,
+        cases=shift_cases(),
+        mistakes=SHIFT_MISTAKES,
+        hints=_SHIFT_HINTS,
+        input_names=("targets", "bos_id"),
         in_place_why="the loss would then compare predictions with shifted tokens. Build a new tensor (e.g. torch.cat).",
-        exact_dtype="the dtype of `targets`",
+        exact_dtype=True,
+        dtype_name="targets",
     )
 
 
-def _decoder_block_variant(
+def decoder_block_variant(
     x,
     memory,
     self_mask,
@@ -242,15 +243,15 @@ def _decoder_block() -> DecoderBlock:
     return block
 
 
-def _decoder_cases(block: DecoderBlock | None = None) -> list[_Case]:
+def decoder_cases(block: DecoderBlock | None = None) -> list[Case]:
     """Two cases, each with the parts of ``block`` (by default :func:`_decoder_block`)."""
     block = _decoder_block() if block is None else block
-    parts = (_SelfAttention(block.self_attn), _CrossAttention(block.cross_attn), block.feed_forward)
+    parts = (SelfAttention(block.self_attn), _CrossAttention(block.cross_attn), block.feed_forward)
     parts = (*parts, block.norm1, block.norm2, block.norm3)
-    g = _generator(15)
+    g = seeded_generator(15)
     cases = []
     for B, n, m, lengths in ((2, 5, 7, [7, 4]), (3, 6, 4, [4, 1, 3])):
-        queries_from_memory = _ErrorHint(
+        queries_from_memory = ErrorHint(
             "queries from memory",
             lambda e, B=B, n=n, m=m: (
                 f"attention scores of shape {_shape_text(B, m, n)}" in str(e)
@@ -262,7 +263,7 @@ def _decoder_cases(block: DecoderBlock | None = None) -> list[_Case]:
             "keys_and_values, mask) needs the decoder's x as queries and the encoder's memory as keys and values "
             "(§3.2.3), so the weights are (n target positions) x (m source tokens).",
         )
-        masks_swapped = _ErrorHint(
+        masks_swapped = ErrorHint(
             "masks swapped or keys from x",
             lambda e, B=B, n=n, m=m: (
                 f"mask of shape {_shape_text(B, 1, m)} does not broadcast to the attention "
@@ -277,7 +278,7 @@ def _decoder_cases(block: DecoderBlock | None = None) -> list[_Case]:
             "its keys and values from x instead of memory.)",
         )
         cases.append(
-            _Case(
+            Case(
                 f"B={B}, n={n} target positions, m={m} source positions, causal and padding masks",
                 (
                     torch.randn(B, n, 16, generator=g),
@@ -299,92 +300,92 @@ def _norms_diagnosis(norms: tuple[int, ...]) -> str:
     """The words for a decoder block whose sub-layer i is normalised by norm ``norms[i] + 1``."""
     wrong = [f"norm{j + 1} after the {_SUB_LAYERS[i]}" for i, j in enumerate(norms) if j != i]
     twice = [f"norm{j + 1}" for j in sorted(set(norms)) if norms.count(j) > 1]
-    used = f" ({_and(twice)} used more than once: each has its own gain and bias)" if twice else ""
+    used = f" ({join_and(twice)} used more than once: each has its own gain and bias)" if twice else ""
     return (
-        f"the LayerNorms are mixed up: yours has {_and(wrong)}{used}. norm1 goes with the self-attention, norm2 "
+        f"the LayerNorms are mixed up: yours has {join_and(wrong)}{used}. norm1 goes with the self-attention, norm2 "
         "with the cross-attention, norm3 with the feed-forward network."
     )
 
 
 DECODER_MISTAKES = [
-    _Mistake(
+    Mistake(
         "cross-attention first",
-        lambda *a: _decoder_block_variant(*a, order="cross"),
+        lambda *a: decoder_block_variant(*a, order="cross"),
         "the cross-attention comes before the self-attention: §3.1 inserts the third sub-layer between the "
         "masked self-attention and the feed-forward network (self, cross, FFN, with norm1, norm2, norm3).",
     ),
-    _Mistake(
+    Mistake(
         "pre-norm",
-        lambda *a: _decoder_block_variant(*a, pre=True),
+        lambda *a: decoder_block_variant(*a, pre=True),
         "this is the pre-norm block, x + Sublayer(LayerNorm(x)); the paper's decoder is post-norm, "
         "LayerNorm(x + Sublayer(x)) (§3.1).",
     ),
-    _Mistake(
+    Mistake(
         "causal mask ignored",
-        lambda *a: _decoder_block_variant(*a, masks=(False, True)),
+        lambda *a: decoder_block_variant(*a, masks=(False, True)),
         "self_mask is not passed to the self-attention, so every target position sees the tokens after it: "
         "self_attention(x, self_mask).",
     ),
-    _Mistake(
+    Mistake(
         "memory mask ignored",
-        lambda *a: _decoder_block_variant(*a, masks=(True, False)),
+        lambda *a: decoder_block_variant(*a, masks=(True, False)),
         "memory_mask is not passed to the cross-attention, so padded source tokens receive attention: "
         "cross_attention(x, memory, memory_mask).",
     ),
-    _Mistake(
+    Mistake(
         "both masks ignored",
-        lambda *a: _decoder_block_variant(*a, masks=(False, False)),
+        lambda *a: decoder_block_variant(*a, masks=(False, False)),
         "neither mask is passed on: every target position sees the tokens after it, and padded source tokens "
         "receive attention. self_attention(x, self_mask), then cross_attention(x, memory, memory_mask).",
     ),
-    _Mistake(
+    Mistake(
         "causal mask transposed",
-        lambda *a: _decoder_block_variant(*a, transposed=True),
+        lambda *a: decoder_block_variant(*a, transposed=True),
         "the causal mask is transposed (self_mask.T, or triu in place of tril): each target position sees the "
         "positions after it and none before. Pass self_mask as it is: row i, a query, may attend to the keys "
         "j <= i, the lower triangle.",
     ),
-    _Mistake(
+    Mistake(
         "cross-attention reads the block's input",
-        lambda *a: _decoder_block_variant(*a, stale=True),
+        lambda *a: decoder_block_variant(*a, stale=True),
         "the cross-attention's queries are the block's input x, not the output of the first sub-layer: each "
         "sub-layer reads the (normalised) result of the one before it.",
     ),
-    _Mistake(
+    Mistake(
         "no residual",
-        lambda *a: _decoder_block_variant(*a, residual=False),
+        lambda *a: decoder_block_variant(*a, residual=False),
         "the residual connections are missing: each sub-layer's input must be added back before the norm, "
         "LayerNorm(x + Sublayer(x)).",
     ),
     *(
-        _Mistake(
+        Mistake(
             "masks inverted",
-            lambda *a, inverted=inverted: _decoder_block_variant(*a, inverted=inverted),
+            lambda *a, inverted=inverted: decoder_block_variant(*a, inverted=inverted),
             "the masks are inverted: the series' masks mean True = may attend; `~mask` is PyTorch's convention "
             "(section 4). Pass self_mask and memory_mask as they are.",
         )
         for inverted in ((True, True), (True, False), (False, True))
     ),
-    _Mistake(
+    Mistake(
         "no norm3",
-        lambda *a: _decoder_block_variant(*a, last_norm=False),
+        lambda *a: decoder_block_variant(*a, last_norm=False),
         "the feed-forward sub-layer needs its Add & Norm too: norm3(x + feed_forward(x)).",
     ),
-    _Mistake(
+    Mistake(
         "residual added after the norm",
-        lambda *a: _decoder_block_variant(*a, residual="after"),
+        lambda *a: decoder_block_variant(*a, residual="after"),
         "the residual is added after the norm, LayerNorm(Sublayer(x)) + x; the paper's post-norm block adds "
         "first and normalises the sum, LayerNorm(x + Sublayer(x)) (§3.1).",
     ),
-    _Mistake(
+    Mistake(
         "residuals from the block's input",
-        lambda *a: _decoder_block_variant(*a, residual="input"),
+        lambda *a: decoder_block_variant(*a, residual="input"),
         "every residual adds the block's input x; each sub-layer must add back its own input, the output of "
         "the sub-layer before it: x = norm1(x + ...), then x = norm2(x + ...) with the new x, and so on.",
     ),
     *(  # every other assignment of the three norms to the three sub-layers, a norm used twice included
-        _Mistake(
-            "norms swapped", lambda *a, norms=norms: _decoder_block_variant(*a, norms=norms), _norms_diagnosis(norms)
+        Mistake(
+            "norms swapped", lambda *a, norms=norms: decoder_block_variant(*a, norms=norms), _norms_diagnosis(norms)
         )
         for norms in itertools.product(range(3), repeat=3)
         if norms != (0, 1, 2)
@@ -392,7 +393,7 @@ DECODER_MISTAKES = [
 ]
 
 
-_DECODER_HINTS = _hints(
+_DECODER_HINTS = register_hints(
     "09.2",
     "§3.1 and Figure 1: the decoder layer is the encoder layer of 06.1 with a third sub-layer in the middle, "
     "each of the three wrapped as LayerNorm(x + Sublayer(x)). Ask of each sub-layer which tensor gives its "
@@ -410,7 +411,7 @@ _DECODER_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_decoder_block(decoder_block: Callable) -> Verdict:
     """Exercise 09.2: the paper's post-norm decoder layer (§3.1) from its parts.
 
@@ -424,14 +425,14 @@ def check_decoder_block(decoder_block: Callable) -> Verdict:
         return block(x, memory, self_mask, src_mask)[0]
 
     with torch.no_grad():
-        return _check(
+        return run_checks(
             "Exercise 09.2 decoder block",
             decoder_block,
-            reference,
-            _decoder_cases(block),
-            DECODER_MISTAKES,
-            _DECODER_HINTS,
-            inputs=(
+            reference=reference,
+            cases=decoder_cases(block),
+            mistakes=DECODER_MISTAKES,
+            hints=_DECODER_HINTS,
+            input_names=(
                 "x",
                 "memory",
                 "self_mask",

@@ -8,20 +8,20 @@ from collections.abc import Callable
 import torch
 
 from course.exercises.engine import (
+    Case,
+    Mistake,
     Verdict,
-    _answer_codes,
-    _Case,
-    _check,
-    _counted,
-    _generator,
-    _hints,
-    _Mistake,
+    answer_codes,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
 )
 from helpers import training
 from helpers.decoding import length_penalty
 
 
-def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
+def rate_variant(steps, d_model, warmup_steps, *, how="right"):
     steps = steps.double()
     if how == "max":
         return d_model**-0.5 * torch.maximum(steps**-0.5, steps * warmup_steps**-1.5)
@@ -34,13 +34,13 @@ def _rate_variant(steps, d_model, warmup_steps, *, how="right"):
     if how == "no warm-up":
         return d_model**-0.5 * steps**-0.5
     if how == "from 0":
-        return _rate_variant(steps - 1, d_model, warmup_steps).nan_to_num(posinf=0.0)
+        return rate_variant(steps - 1, d_model, warmup_steps).nan_to_num(posinf=0.0)
     if how == "one ahead":
-        return _rate_variant(steps + 1, d_model, warmup_steps)
+        return rate_variant(steps + 1, d_model, warmup_steps)
     return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
 
 
-def _in_peak_units(rate: Callable) -> Callable:
+def in_peak_units(rate: Callable) -> Callable:
     """``rate`` divided by Eq. 3's peak ``(d_model * warmup_steps) ** -0.5``: values near 1, so the absolute part of
     the tolerance (ATOL) no longer dominates and every comparison is, in effect, relative (rates are ~1e-3)."""
 
@@ -51,18 +51,18 @@ def _in_peak_units(rate: Callable) -> Callable:
     return scaled
 
 
-def _rate_cases() -> list[_Case]:
+def rate_cases() -> list[Case]:
     """Rates span more than three orders of magnitude: the cases are ``relative`` ("close" means within 1% of
     each rate)."""
     sampled, every = torch.arange(1, 30001, 37, dtype=torch.float64), torch.arange(1, 601, dtype=torch.float64)
     return [
-        _Case(
+        Case(
             "steps 1..30000, d_model=512, warmup_steps=4000",
             (sampled, 512, 4000),
             relative=True,
             labels=("step", [int(step) for step in sampled.tolist()]),
         ),
-        _Case(
+        Case(
             "steps 1..600, d_model=16, warmup_steps=50",
             (every, 16, 50),
             relative=True,
@@ -78,9 +78,9 @@ def _helper_rate(steps, d_model, warmup_steps):
     )
 
 
-def _rate_mistake(key: str, how: str, diagnosis: str) -> _Mistake:
+def _rate_mistake(key: str, how: str, diagnosis: str) -> Mistake:
     """A classic mistake of Eq. 3, in units of the peak rate (as the checker compares)."""
-    return _Mistake(key, _in_peak_units(functools.partial(_rate_variant, how=how)), diagnosis)
+    return Mistake(key, in_peak_units(functools.partial(rate_variant, how=how)), diagnosis)
 
 
 RATE_MISTAKES = [
@@ -129,7 +129,7 @@ RATE_MISTAKES = [
 ]
 
 
-_RATE_HINTS = _hints(
+_RATE_HINTS = register_hints(
     "10.1",
     "Eq. 3 (§5.3) is the smaller of two curves, a straight line that rises through the warm-up and an inverse "
     "square root that decays after it, both scaled by one factor that depends on the model's width. The steps "
@@ -142,29 +142,29 @@ _RATE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_rate(rate: Callable) -> Verdict:
     """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
 
     Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
     relative (about 1e-4) at every step, late small rates included."""
-    return _check(
+    return run_checks(
         "Exercise 10.1 the learning rate of Eq. 3",
-        _in_peak_units(rate) if callable(rate) else rate,
-        _in_peak_units(_helper_rate),
-        _rate_cases(),
-        RATE_MISTAKES,
-        _RATE_HINTS,
-        codes=_answer_codes(rate) if callable(rate) else set(),
+        in_peak_units(rate) if callable(rate) else rate,
+        reference=in_peak_units(_helper_rate),
+        cases=rate_cases(),
+        mistakes=RATE_MISTAKES,
+        hints=_RATE_HINTS,
+        answer_code=answer_codes(rate) if callable(rate) else set(),
         notes=(
             "The values above are learning rates divided by the peak (d_model * warmup_steps)^-1/2; the first case "
             "samples every 37th step, the second every step.",
         ),
-        inputs=("steps", "d_model", "warmup_steps"),
+        input_names=("steps", "d_model", "warmup_steps"),
     )
 
 
-def _score_variant(sum_log_p, lengths, alpha, *, how="right"):
+def score_variant(sum_log_p, lengths, alpha, *, how="right"):
     lengths = lengths.to(sum_log_p.dtype)
     if how == "none":
         return sum_log_p.clone()
@@ -183,12 +183,12 @@ def _score_variant(sum_log_p, lengths, alpha, *, how="right"):
     return sum_log_p / ((5 + lengths) / 6) ** alpha
 
 
-def _score_cases() -> list[_Case]:
-    g = _generator(14)
+def score_cases() -> list[Case]:
+    g = seeded_generator(14)
     lengths = torch.tensor([1, 2, 3, 5, 8, 13])
     return [
-        _Case("6 hypotheses, alpha=0.6", (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths, 0.6)),
-        _Case(
+        Case("6 hypotheses, alpha=0.6", (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths, 0.6)),
+        Case(
             "6 hypotheses, alpha=1.5",
             (-(torch.rand(6, generator=g, dtype=torch.float64) * 8 + 0.1), lengths.flip(0), 1.5),
         ),
@@ -202,48 +202,48 @@ def _helper_scores(sum_log_p, lengths, alpha):
 
 
 SCORE_MISTAKES = [
-    _Mistake(
+    Mistake(
         "no penalty",
-        lambda s, n, a: _score_variant(s, n, a, how="none"),
+        lambda s, n, a: score_variant(s, n, a, how="none"),
         "the scores are the plain sums of log-probabilities: divide each by lp(Y) = ((5 + |Y|) / 6) ** alpha.",
     ),
-    _Mistake(
+    Mistake(
         "multiplied",
-        lambda s, n, a: _score_variant(s, n, a, how="times"),
+        lambda s, n, a: score_variant(s, n, a, how="times"),
         "the sums are multiplied by "
         "lp(Y): divide instead, so that longer hypotheses' (more negative) sums shrink towards 0.",
     ),
-    _Mistake(
+    Mistake(
         "<eos> not counted",
-        lambda s, n, a: _score_variant(s, n, a, how="no eos"),
+        lambda s, n, a: score_variant(s, n, a, how="no eos"),
         "|Y| is one too small: the lengths you are given already count every generated token, <eos> included.",
     ),
-    _Mistake(
+    Mistake(
         "alpha ignored",
-        lambda s, n, a: _score_variant(s, n, a, how="no alpha"),
+        lambda s, n, a: score_variant(s, n, a, how="no alpha"),
         "the penalty is not raised to the power alpha: lp(Y) = ((5 + |Y|) / 6) ** alpha.",
     ),
-    _Mistake(
+    Mistake(
         "mean log p",
-        lambda s, n, a: _score_variant(s, n, a, how="mean"),
+        lambda s, n, a: score_variant(s, n, a, how="mean"),
         "dividing by the length gives "
         "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
     ),
-    _Mistake(
+    Mistake(
         "length ** alpha",
-        lambda s, n, a: _score_variant(s, n, a, how="length^alpha"),
+        lambda s, n, a: score_variant(s, n, a, how="length^alpha"),
         "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
     ),
-    _Mistake(
+    Mistake(
         "precedence",
-        lambda s, n, a: _score_variant(s, n, a, how="precedence"),
+        lambda s, n, a: score_variant(s, n, a, how="precedence"),
         "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
         "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
     ),
 ]
 
 
-_SCORE_HINTS = _hints(
+_SCORE_HINTS = register_hints(
     "10.2",
     "§6.1 ranks finished hypotheses by their total log-probability divided by a penalty that grows with the "
     "number of generated tokens, <eos> included (Wu et al., 2016): how does it use the length, the constants "
@@ -255,15 +255,15 @@ _SCORE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_length_penalty(score: Callable) -> Verdict:
     """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
-    return _check(
+    return run_checks(
         "Exercise 10.2 the length penalty",
         score,
-        _helper_scores,
-        _score_cases(),
-        SCORE_MISTAKES,
-        _SCORE_HINTS,
-        inputs=("sum_log_p", "lengths", "alpha"),
+        reference=_helper_scores,
+        cases=score_cases(),
+        mistakes=SCORE_MISTAKES,
+        hints=_SCORE_HINTS,
+        input_names=("sum_log_p", "lengths", "alpha"),
     )

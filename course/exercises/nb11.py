@@ -11,15 +11,15 @@ import torch
 import torch.nn.functional as F
 
 from course.exercises.engine import (
+    Case,
+    ErrorHint,
+    Mistake,
     Verdict,
-    _answer_codes,
-    _Case,
-    _check,
-    _counted,
-    _ErrorHint,
-    _generator,
-    _hints,
-    _Mistake,
+    answer_codes,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
 )
 from course.exercises.nb01 import NO_SCALING
 from helpers import efficient
@@ -65,7 +65,7 @@ def _online_variant(
     return (new_max if returns == "new max" else running_max), carried + added
 
 
-def _folded(update: Callable) -> Callable:
+def folded(update: Callable) -> Callable:
     """``update`` called once, or, when a ``block_size`` is given, folded over the row block by block from the
     given state (the way the notebook streams a long row). A result that cannot be folded further is returned as
     it is, so that the verdict names what is wrong with it."""
@@ -85,8 +85,8 @@ def _folded(update: Callable) -> Callable:
     return run
 
 
-def _online_cases() -> list[_Case]:
-    g = _generator(21)
+def online_cases() -> list[Case]:
+    g = seeded_generator(21)
     inf = math.inf
 
     def state_after(entries):  # the running (max, sum) after some entries, from the reference
@@ -102,24 +102,24 @@ def _online_cases() -> list[_Case]:
     long_row = torch.randn(3, 1000, generator=g) * 4
     long_row[2, ::3] = -inf  # a padding-like row with masked entries in every block
     return [
-        _Case(
+        Case(
             "a first block: from (-inf, 0), 3 rows of 6 entries",
             (torch.full((3,), -inf), torch.zeros(3), torch.randn(3, 6, generator=g) * 2),
         ),
-        _Case("4 rows, a block of 5 after 7 entries", (*state_after(earlier), torch.randn(4, 5, generator=g) * 2)),
-        _Case("the block's max below the running max", (*below, torch.randn(3, 4, generator=g) - 1.0)),
-        _Case("the block's max above the running max", (*above, torch.randn(3, 4, generator=g) + 1.0)),
-        _Case(
+        Case("4 rows, a block of 5 after 7 entries", (*state_after(earlier), torch.randn(4, 5, generator=g) * 2)),
+        Case("the block's max below the running max", (*below, torch.randn(3, 4, generator=g) - 1.0)),
+        Case("the block's max above the running max", (*above, torch.randn(3, 4, generator=g) + 1.0)),
+        Case(
             "large entries, about +-500 (exp(500) overflows to inf)",
             (large_max, large_sum, torch.randn(3, 5, generator=g) * 3 + torch.tensor([[505.0], [-495.0], [470.0]])),
         ),
-        _Case(
+        Case(
             "masked entries: row 0 all -inf so far and in this block, row 1 an all -inf block, row 2 a first "
             "real block",
             (masked_max, masked_sum, masked_block),
             regions={"row 0, which has seen only -inf entries": torch.tensor([True, False, False])},
         ),
-        _Case(
+        Case(
             "3 long rows of 1000 entries folded in blocks of 64 from (-inf, 0): max + log(sum) must equal "
             "torch.logsumexp of the row",
             (torch.full((3,), -inf), torch.zeros(3), long_row, 64),
@@ -134,20 +134,20 @@ _MINUS_INF_NAN = (
 )
 
 
-def _online_mistake(key: str, diagnosis: str, guarded: bool = True, **how) -> list[_Mistake]:
+def _online_mistake(key: str, diagnosis: str, guarded: bool = True, **how) -> list[Mistake]:
     """The mistake as written with the -inf guard, and as written without it (then NaN on a masked row too);
     ``guarded=False`` where the guard makes no difference."""
-    first = _Mistake(key, _folded(functools.partial(_online_variant, **how)), diagnosis)
+    first = Mistake(key, folded(functools.partial(_online_variant, **how)), diagnosis)
     if not guarded:
         return [first]
-    naive = _folded(functools.partial(_online_variant, safe=False, **how))
-    return [first, _Mistake(key, naive, f"{diagnosis} Also, {_MINUS_INF_NAN}")]
+    naive = folded(functools.partial(_online_variant, safe=False, **how))
+    return [first, Mistake(key, naive, f"{diagnosis} Also, {_MINUS_INF_NAN}")]
 
 
 ONLINE_MISTAKES = [
-    _Mistake(
+    Mistake(
         "-inf - -inf gives NaN",
-        _folded(functools.partial(_online_variant, safe=False)),
+        folded(functools.partial(_online_variant, safe=False)),
         _MINUS_INF_NAN,
     ),
     *_online_mistake(
@@ -210,16 +210,16 @@ ONLINE_MISTAKES = [
         "next block starts from it.",
         returns="old max",
     ),
-    _Mistake(
+    Mistake(
         "masked row's max not -inf",
-        _folded(functools.partial(_online_variant, returns="stand-in max")),
+        folded(functools.partial(_online_variant, returns="stand-in max")),
         "a row that has seen only -inf entries comes back with max 0: the 0 is only a stand-in to subtract inside "
         "the update; the max you return stays -inf, so that the row reads (-inf, 0), nothing seen yet.",
     ),
 ]
 
 
-_ONLINE_HINTS = _hints(
+_ONLINE_HINTS = register_hints(
     "11.1",
     "the softmax's normaliser of a row is the sum of exp(entry - max). When a block arrives, the max can only "
     "grow: it becomes the larger of the old max and the block's largest entry, row by row. The old sum was "
@@ -237,7 +237,7 @@ _ONLINE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
     """Exercise 11.1: ``online_softmax_update(running_max (R,), running_sum (R,), block (R, b)) -> (new_max, new_sum)``.
 
@@ -245,16 +245,16 @@ def check_online_softmax_update(online_softmax_update: Callable) -> Verdict:
     ``exp(entry - max)`` of each row after the next ``b`` entries. Start from ``(-inf, 0)``; an all -inf block leaves
     ``(-inf, 0)`` without NaN. One hidden case folds long rows block by block."""
     fn = online_softmax_update
-    return _check(
+    return run_checks(
         "Exercise 11.1 the online softmax update",
-        _folded(fn) if callable(fn) else fn,
-        _folded(efficient.online_softmax_update),
-        _online_cases(),
-        ONLINE_MISTAKES,
-        _ONLINE_HINTS,
-        names=("new_max", "new_sum"),
-        codes=_answer_codes(fn) if callable(fn) else set(),
-        inputs=("running_max", "running_sum", "block", "block_size"),
+        folded(fn) if callable(fn) else fn,
+        reference=folded(efficient.online_softmax_update),
+        cases=online_cases(),
+        mistakes=ONLINE_MISTAKES,
+        hints=_ONLINE_HINTS,
+        result_names=("new_max", "new_sum"),
+        answer_code=answer_codes(fn) if callable(fn) else set(),
+        input_names=("running_max", "running_sum", "block", "block_size"),
     )
 
 
@@ -303,7 +303,7 @@ def _cached_variant(
     return (out, keys, values) if caches == "new" else (out, cache_k, cache_v)
 
 
-def _cached_reference(q_new, k_new, v_new, cache_k, cache_v):
+def cached_reference(q_new, k_new, v_new, cache_k, cache_v):
     keys, values = torch.cat([cache_k, k_new], dim=-2), torch.cat([cache_v, v_new], dim=-2)
     mask = causal_mask(q_new.shape[-2], past=cache_k.shape[-2])
     return scaled_dot_product_attention(q_new, keys, values, mask)[0], keys, values
@@ -311,7 +311,7 @@ def _cached_reference(q_new, k_new, v_new, cache_k, cache_v):
 
 _WRONG_AXIS = re.compile(r"Sizes of tensors must match except in dimension (\d+)")
 
-_CAT_AXIS_ERROR = _ErrorHint(
+_CAT_AXIS_ERROR = ErrorHint(
     "concatenated along the wrong axis",
     lambda error: bool((found := _WRONG_AXIS.search(str(error))) and found.group(1) != "2"),
     "the cache and the new positions were joined along another axis than the positions: keys and values are "
@@ -319,7 +319,7 @@ _CAT_AXIS_ERROR = _ErrorHint(
     "axes keep their sizes.",
 )
 
-_STACK_ERROR = _ErrorHint(
+_STACK_ERROR = ErrorHint(
     "stacked instead of concatenated",
     lambda error: "stack expects each tensor to be equal size" in str(error),
     "torch.stack puts equal-shaped tensors side by side along a new axis; the cache and the new positions have "
@@ -327,7 +327,7 @@ _STACK_ERROR = _ErrorHint(
 )
 
 
-def _square_mask_error(n: int, t: int) -> _ErrorHint:
+def _square_mask_error(n: int, t: int) -> ErrorHint:
     def matches(error: BaseException) -> bool:
         text = str(error)
         return (
@@ -336,7 +336,7 @@ def _square_mask_error(n: int, t: int) -> _ErrorHint:
             or f"size of tensor a ({n}) must match the size of tensor b ({t + n}) at non-singleton dimension 3" in text
         )
 
-    return _ErrorHint(
+    return ErrorHint(
         "square causal mask",
         matches,
         f"the causal mask is square, ({n}, {n}), but the {n} new queries score all {t + n} keys, the {t} cached ones "
@@ -344,14 +344,14 @@ def _square_mask_error(n: int, t: int) -> _ErrorHint:
     )
 
 
-def _cached_cases() -> list[_Case]:
-    g = _generator(22)
+def cached_cases() -> list[Case]:
+    g = seeded_generator(22)
 
     def case(name, B, h, n, t, d_k, d_v):
         q, k, v = (torch.randn(B, h, n, d, generator=g) for d in (d_k, d_k, d_v))
         ck, cv = torch.randn(B, h, t, d_k, generator=g), torch.randn(B, h, t, d_v, generator=g)
         hints = (_square_mask_error(n, t),) if n > 1 and t > 0 else ()
-        return _Case(name, (q, k, v, ck, cv), error_hints=hints)
+        return Case(name, (q, k, v, ck, cv), error_hints=hints)
 
     return [
         case("one new position, empty caches (t=0); B=2, h=2, d_k=d_v=8", 2, 2, 1, 0, 8, 8),
@@ -382,14 +382,14 @@ _NEW_LEFT_OUT = (
 )
 
 CACHED_MISTAKES = [
-    _Mistake("causal mask aligned top-left", lambda *a: _cached_variant(*a, mask="top left"), _TOP_LEFT),
-    _Mistake(  # no mask for one new query (right), is_causal=True for a chunk (top left): wrong after a cache
+    Mistake("causal mask aligned top-left", lambda *a: _cached_variant(*a, mask="top left"), _TOP_LEFT),
+    Mistake(  # no mask for one new query (right), is_causal=True for a chunk (top left): wrong after a cache
         "causal mask aligned top-left",
         lambda *a: _cached_variant(*a, mask="top left" if a[0].shape[-2] > 1 else None),
         _TOP_LEFT,
     ),
     *(
-        _Mistake(
+        Mistake(
             "own key excluded",
             lambda *a, empty=empty: _cached_variant(*a, mask="own key excluded", empty_rows=empty),
             "each new query is kept from its own key: query i may attend to the t cached keys and the new ones "
@@ -398,7 +398,7 @@ CACHED_MISTAKES = [
         )
         for empty in ("uniform", "zero")
     ),
-    _Mistake(
+    Mistake(
         "causal mask one key ahead",
         lambda *a: _cached_variant(*a, mask="one key ahead"),
         "the causal mask is off by one the other way: each new query also sees the key after its own (j <= t + "
@@ -406,7 +406,7 @@ CACHED_MISTAKES = [
         "causal_mask(n_new, past=t), with t = cache_k.shape[-2] the cached positions.",
     ),
     *(
-        _Mistake(
+        Mistake(
             "causal mask inverted",
             lambda *a, empty=empty: _cached_variant(*a, mask="inverted", empty_rows=empty),
             "the mask is inverted, True where a key is hidden (nn.MultiheadAttention's attn_mask convention): "
@@ -415,38 +415,38 @@ CACHED_MISTAKES = [
         )
         for empty in ("uniform", "zero")
     ),
-    _Mistake(
+    Mistake(
         "no causal mask",
         lambda *a: _cached_variant(*a, mask=None),
         "no causal mask: with several new positions at once, each new query also sees the new positions after "
         "it. Query i may see the t cached keys and the new keys up to and including its own position (keys "
         "j <= t + i); with a single new query no mask is needed.",
     ),
-    _Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False), _NEW_LEFT_OUT),
-    _Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False, caches="old"), _NEW_LEFT_OUT),
-    _Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend"), _PREPENDED),
-    _Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend", mask=None), _PREPENDED),
-    _Mistake(
+    Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False), _NEW_LEFT_OUT),
+    Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False, caches="old"), _NEW_LEFT_OUT),
+    Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend"), _PREPENDED),
+    Mistake("new keys prepended", lambda *a: _cached_variant(*a, order="prepend", mask=None), _PREPENDED),
+    Mistake(
         "old caches returned",
         lambda *a: _cached_variant(*a, caches="old"),
         "the output is right, but the caches returned are the ones you were given: return them extended by the "
         "new keys and values, so that the next step sees these positions too.",
     ),
-    _Mistake(
+    Mistake(
         "caches swapped",
         lambda *a: (lambda out, keys, values: (out, values, keys))(*_cached_variant(*a)),
         "the two caches come back in the wrong order: return (output, cache_k, cache_v), the keys first.",
     ),
-    _Mistake(
+    Mistake(
         "scaled by sqrt(d_v)",
         lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
         "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
     ),
-    _Mistake("no scaling", lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+    Mistake("no scaling", lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
 ]
 
 
-_CACHED_HINTS = _hints(
+_CACHED_HINTS = register_hints(
     "11.2",
     "the n_new new positions come after the t cached ones. Extend the cached keys and values with the new "
     "ones, in time order, along the positions axis, and let each new query attend (Eq. 1, §3.2.1) to every "
@@ -465,7 +465,7 @@ _CACHED_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_cached_attention(cached_attention: Callable) -> Verdict:
     """Exercise 11.2: ``cached_attention(q_new, k_new, v_new, cache_k, cache_v) -> (output, cache_k, cache_v)``.
 
@@ -473,16 +473,16 @@ def check_cached_attention(cached_attention: Callable) -> Verdict:
     t, d_v)`` (``t`` may be 0). The new positions come after the cached ones: each new query attends (Eq. 1) to every
     cached key and to the new keys up to its own position; the caches come back with the new keys and values
     appended along the positions axis."""
-    return _check(
+    return run_checks(
         "Exercise 11.2 attention with a KV cache",
         cached_attention,
-        _cached_reference,
-        _cached_cases(),
-        CACHED_MISTAKES,
-        _CACHED_HINTS,
-        names=("output", "cache_k", "cache_v"),
+        reference=cached_reference,
+        cases=cached_cases(),
+        mistakes=CACHED_MISTAKES,
+        hints=_CACHED_HINTS,
+        result_names=("output", "cache_k", "cache_v"),
         error_hints=(_CAT_AXIS_ERROR, _STACK_ERROR),
-        inputs=("q_new", "k_new", "v_new", "cache_k", "cache_v"),
+        input_names=("q_new", "k_new", "v_new", "cache_k", "cache_v"),
     )
 
 
@@ -504,11 +504,11 @@ def _grouped_variant(q, k, v, *, how="right", scale=None, dim=-1):
     return torch.softmax(scores, dim=dim) @ v
 
 
-def _grouped_reference(q, k, v):
+def grouped_reference(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
 
 
-def _heads_not_matched(h: int, h_kv: int) -> _ErrorHint:
+def _heads_not_matched(h: int, h_kv: int) -> ErrorHint:
     def matches(error: BaseException) -> bool:
         text = str(error)
         return (
@@ -518,7 +518,7 @@ def _heads_not_matched(h: int, h_kv: int) -> _ErrorHint:
             or "leading (batch) dimensions do not broadcast" in text
         )
 
-    return _ErrorHint(
+    return ErrorHint(
         "key/value heads not shared out",
         matches,
         f"the {h} query heads met the {h_kv} key/value heads as they are, and the two head axes do not broadcast: "
@@ -527,8 +527,8 @@ def _heads_not_matched(h: int, h_kv: int) -> _ErrorHint:
     )
 
 
-def _grouped_cases() -> list[_Case]:
-    g = _generator(23)
+def grouped_cases() -> list[Case]:
+    g = seeded_generator(23)
     cases = []
     for h, h_kv in ((8, 1), (8, 2), (8, 4), (8, 8), (6, 3)):
         q = torch.randn(2, h, 3, 8, generator=g)
@@ -543,12 +543,12 @@ def _grouped_cases() -> list[_Case]:
             for j in range(h_kv)
             if 1 < h_kv < h
         }
-        cases.append(_Case(name, (q, k, v), regions, error_hints=(_heads_not_matched(h, h_kv),)))
+        cases.append(Case(name, (q, k, v), regions, error_hints=(_heads_not_matched(h, h_kv),)))
     return cases
 
 
 GROUPED_MISTAKES = [
-    _Mistake(
+    Mistake(
         "key/value heads tiled",
         lambda *a: _grouped_variant(*a, how="tiled"),
         "the key/value heads are tiled (as .repeat does), so query head i uses key/value head i % h_kv: with "
@@ -556,25 +556,25 @@ GROUPED_MISTAKES = [
         "groups are consecutive: query heads 0-3 use key/value head 0 and 4-7 head 1, i // (h // h_kv) "
         "(each key/value head repeated next to itself, as repeat_interleave does).",
     ),
-    _Mistake(
+    Mistake(
         "only the first key/value head",
         lambda *a: _grouped_variant(*a, how="first"),
         "every query head uses key/value head 0: query head i uses key/value head i // (h // h_kv), so "
         "each key/value head serves its own group of h // h_kv consecutive query heads.",
     ),
-    _Mistake(
+    Mistake(
         "key/value heads averaged",
         lambda *a: _grouped_variant(*a, how="mean"),
         "the key/value heads are averaged into one: they are not mixed, each serves its own group of "
         "h // h_kv consecutive query heads (query head i uses key/value head i // (h // h_kv)).",
     ),
-    _Mistake(
+    Mistake(
         "scaled by sqrt(d_v)",
         lambda *a: _grouped_variant(*a, scale=lambda d_k, d_v: math.sqrt(d_v)),
         "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
     ),
-    _Mistake("no scaling", lambda *a: _grouped_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
-    _Mistake(
+    Mistake("no scaling", lambda *a: _grouped_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+    Mistake(
         "softmax over queries",
         lambda *a: _grouped_variant(*a, dim=-2),
         "the softmax runs over the query axis (dim=-2): each query's weights must be positive and sum to 1 "
@@ -583,7 +583,7 @@ GROUPED_MISTAKES = [
 ]
 
 
-_GROUPED_HINTS = _hints(
+_GROUPED_HINTS = register_hints(
     "11.3",
     "grouped-query attention (Ainslie et al., 2023): the h query heads form h_kv groups of h // h_kv "
     "consecutive heads, and each group shares one key/value head, so query head i uses key/value head i // (h "
@@ -600,19 +600,19 @@ _GROUPED_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_grouped_attention(grouped_attention: Callable) -> Verdict:
     """Exercise 11.3: ``grouped_attention(q (B, h, n, d_k), k (B, h_kv, m, d_k), v (B, h_kv, m, d_v)) -> (B, h, n, d_v)``.
 
     Grouped-query attention (Ainslie et al., 2023; h_kv = 1 is multi-query attention, Shazeer, 2019): query head
     ``i`` uses key/value head ``i // (h // h_kv)``, Eq. 1 without a mask, as
     ``F.scaled_dot_product_attention(q, k, v, enable_gqa=True)``."""
-    return _check(
+    return run_checks(
         "Exercise 11.3 grouped-query attention",
         grouped_attention,
-        _grouped_reference,
-        _grouped_cases(),
-        GROUPED_MISTAKES,
-        _GROUPED_HINTS,
-        inputs=("q", "k", "v"),
+        reference=grouped_reference,
+        cases=grouped_cases(),
+        mistakes=GROUPED_MISTAKES,
+        hints=_GROUPED_HINTS,
+        input_names=("q", "k", "v"),
     )

@@ -6,7 +6,15 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import Verdict, _Case, _check, _counted, _generator, _hints, _Mistake
+from course.exercises.engine import (
+    Case,
+    Mistake,
+    Verdict,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
+)
 from helpers.pretrained import mean_pooled_embedding
 
 
@@ -32,20 +40,20 @@ _BEFORE = (
 )
 
 POOLING_MISTAKES = [
-    _Mistake(
+    Mistake(
         "padding averaged in",
         lambda h, m: _pooling_variant(h, m, masked=False),
         "every position is averaged, the padded ones too: a padded sentence's vector then depends on how long the "
         "other sentences of its batch are. Multiply by the mask before the sum and divide by the number of real "
         "tokens.",
     ),
-    _Mistake(
+    Mistake(
         "padding averaged in, not normalised",
         lambda h, m: _pooling_variant(h, m, masked=False, normalise=False),
         "every position is averaged, the padded ones too, and the mean is not scaled to length 1. Multiply by the "
         "mask before the sum, divide by the number of real tokens, then scale each sentence's vector to length 1.",
     ),
-    _Mistake(
+    Mistake(
         "NaN on an empty row",
         lambda h, m: _pooling_variant(h, m, clamp=False),
         "a row with no real token gives NaN: its count is 0 and its sum a zero vector, and 0 / 0 is NaN, whether in "
@@ -53,26 +61,26 @@ POOLING_MISTAKES = [
         "both divisors above 0 (for example .clamp(min=1e-9); torch.nn.functional.normalize clamps the length "
         "itself), so that such a row gives a zero vector.",
     ),
-    _Mistake(
+    Mistake(
         "not normalised",
         lambda h, m: _pooling_variant(h, m, normalise=False),
         "the mean of the real tokens is right, but it is not scaled to length 1: the model card's sentence "
         "embedding is L2-normalised, so that a dot product is a cosine similarity.",
     ),
-    _Mistake(
+    Mistake(
         "divided by n, not normalised",
         lambda h, m: _pooling_variant(h, m, by_n=True, normalise=False),
         "the padded positions are left out of the sum, but the sum is divided by n, every position, instead of the "
         "number of real tokens, and the result is not scaled to length 1. (Once it is scaled to length 1, the divisor "
         "no longer matters: any positive number per sentence gives the same unit vector.)",
     ),
-    _Mistake("normalised before pooling", lambda h, m: _pooling_variant(h, m, tokens_first=True), _BEFORE),
-    _Mistake(
+    Mistake("normalised before pooling", lambda h, m: _pooling_variant(h, m, tokens_first=True), _BEFORE),
+    Mistake(
         "normalised before pooling, not after",
         lambda h, m: _pooling_variant(h, m, tokens_first=True, normalise=False),
         f"{_BEFORE} (Here the mean is not scaled to length 1 either.)",
     ),
-    _Mistake(
+    Mistake(
         "pooled over the features",
         lambda h, m: _pooling_variant(h, m, axis=2),
         "the sum runs over the last axis, the d_model features of each token, so you get one number per token, "
@@ -82,8 +90,8 @@ POOLING_MISTAKES = [
 ]
 
 
-def _pooling_cases() -> list[_Case]:
-    g = _generator(12)
+def _pooling_cases() -> list[Case]:
+    g = seeded_generator(12)
     hidden = torch.randn(3, 6, 8, generator=g)
     mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1] * 6, [1, 1, 0, 0, 0, 0]]).bool()
     changed = hidden.clone()
@@ -91,14 +99,14 @@ def _pooling_cases() -> list[_Case]:
     empty = mask.clone()
     empty[2] = False  # a row with no real token
     return [
-        _Case("a padded batch of 3, d_model=8", (hidden, mask)),
-        _Case("the same batch, padded positions set to 100", (changed, mask)),
-        _Case("a row with no real token", (hidden, empty)),
-        _Case("no padding, d_model=384", (torch.randn(2, 5, 384, generator=g), torch.ones(2, 5, dtype=torch.bool))),
+        Case("a padded batch of 3, d_model=8", (hidden, mask)),
+        Case("the same batch, padded positions set to 100", (changed, mask)),
+        Case("a row with no real token", (hidden, empty)),
+        Case("no padding, d_model=384", (torch.randn(2, 5, 384, generator=g), torch.ones(2, 5, dtype=torch.bool))),
     ]
 
 
-_POOLING_HINTS = _hints(
+_POOLING_HINTS = register_hints(
     "12.1",
     "A sentence embedding is the average of the real tokens' final vectors over the token axis (the axis the mask "
     "runs along), padding left out, then that one vector scaled to length 1 (the model card's mean pooling and "
@@ -113,16 +121,16 @@ _POOLING_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_mean_pooling(mean_pooling: Callable) -> Verdict:
     """Exercise 12.1: ``mean_pooling(hidden, attention_mask) -> (B, d_model)``, the model card's sentence
     embedding (helpers.pretrained.mean_pooled_embedding)."""
-    return _check(
+    return run_checks(
         "Exercise 12.1 mean pooling",
         mean_pooling,
-        mean_pooled_embedding,
-        _pooling_cases(),
-        POOLING_MISTAKES,
-        _POOLING_HINTS,
-        inputs=("hidden", "attention_mask"),
+        reference=mean_pooled_embedding,
+        cases=_pooling_cases(),
+        mistakes=POOLING_MISTAKES,
+        hints=_POOLING_HINTS,
+        input_names=("hidden", "attention_mask"),
     )

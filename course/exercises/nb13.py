@@ -6,7 +6,15 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import Verdict, _Case, _check, _counted, _generator, _hints, _Mistake
+from course.exercises.engine import (
+    Case,
+    Mistake,
+    Verdict,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
+)
 from helpers.induction import induction_scores, next_token_accuracy
 
 
@@ -30,37 +38,37 @@ def _score_variant(weights, periods, *, back=1, valid_only=True, per_row=False, 
 
 
 INDUCTION_MISTAKES = [
-    _Mistake(
+    Mistake(
         "the earlier copy itself",
         lambda w, p: _score_variant(w, p, back=0),
         "you read the key i - period, the earlier copy of the current token. An induction head attends one step "
         "further on, to i - period + 1: the token that followed the earlier copy, which is the answer it copies.",
     ),
-    _Mistake(
+    Mistake(
         "one too far",
         lambda w, p: _score_variant(w, p, back=2),
         "you read the key i - period + 2, one step past the token that followed the earlier copy: the induction "
         "key is i - period + 1.",
     ),
-    _Mistake(
+    Mistake(
         "every query counted",
         lambda w, p: _score_variant(w, p, valid_only=False),
         "you averaged over every query, the ones before the first repeat (i < period) too. There the current token "
         "has not occurred before, so there is nothing to look up: keep only the queries i >= period of each row.",
     ),
-    _Mistake(
+    Mistake(
         "divided by every query",
         lambda w, p: _score_variant(w, p, divide_by_n=True),
         "the sum is right, but it is divided by B * n, every query, instead of the number of queries that count "
         "(i >= period in each row). A perfect induction head must score 1.",
     ),
-    _Mistake(
+    Mistake(
         "rows averaged first",
         lambda w, p: _score_variant(w, p, per_row=True),
         "you averaged each row on its own and then the rows. The score is one mean over every pair (row, query) with "
         "query >= the row's period, so a row with a short period, which has more such queries, counts for more.",
     ),
-    _Mistake(
+    Mistake(
         "one period for the batch",
         lambda w, p: _score_variant(w, p, one_period=True),
         "every row used the first row's period. Each row has its own, periods[b]: index with periods[:, None] "
@@ -75,8 +83,8 @@ def _causal_weights(g, B, h, n):
     return scores.softmax(-1)
 
 
-def _induction_cases() -> list[_Case]:
-    g = _generator(13)
+def _induction_cases() -> list[Case]:
+    g = seeded_generator(13)
     n = 12
     planted = _causal_weights(g, 3, 2, n)
     periods = torch.tensor([3, 5, 4])
@@ -85,13 +93,13 @@ def _induction_cases() -> list[_Case]:
             planted[b, 0, i] = 0
             planted[b, 0, i, i - p + 1] = 1
     return [
-        _Case("random causal weights, one period 4", (_causal_weights(g, 2, 3, 10), torch.tensor([4, 4]))),
-        _Case("periods 3, 5 and 4; head 0 a perfect induction head", (planted, periods)),
-        _Case("periods 2 to 9, 4 heads", (_causal_weights(g, 5, 4, n), torch.tensor([2, 9, 6, 3, 7]))),
+        Case("random causal weights, one period 4", (_causal_weights(g, 2, 3, 10), torch.tensor([4, 4]))),
+        Case("periods 3, 5 and 4; head 0 a perfect induction head", (planted, periods)),
+        Case("periods 2 to 9, 4 heads", (_causal_weights(g, 5, 4, n), torch.tensor([2, 9, 6, 3, 7]))),
     ]
 
 
-_INDUCTION_HINTS = _hints(
+_INDUCTION_HINTS = register_hints(
     "13.1",
     "An induction head at query i looks back to where the current token occurred before, i - period, and attends to "
     "the token after it, i - period + 1. Only queries i >= period have an earlier copy. The score of a head is its "
@@ -110,18 +118,18 @@ _INDUCTION_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_induction_scores(scores: Callable) -> Verdict:
     """Exercise 13.1: ``induction_scores(weights (B, h, n, n), periods (B,)) -> (h,)``, each head's mean weight from
     a query ``i >= period`` on the key ``i - period + 1`` (helpers.induction.induction_scores)."""
-    return _check(
+    return run_checks(
         "Exercise 13.1 induction scores",
         scores,
-        induction_scores,
-        _induction_cases(),
-        INDUCTION_MISTAKES,
-        _INDUCTION_HINTS,
-        inputs=("weights", "periods"),
+        reference=induction_scores,
+        cases=_induction_cases(),
+        mistakes=INDUCTION_MISTAKES,
+        hints=_INDUCTION_HINTS,
+        input_names=("weights", "periods"),
     )
 
 
@@ -146,38 +154,38 @@ def _accuracy_variant(logits, tokens, periods, *, shift=1, start=0, per_row=Fals
 
 
 ACCURACY_MISTAKES = [
-    _Mistake(
+    Mistake(
         "compared with the current token",
         lambda lo, t, p: _accuracy_variant(lo, t, p, shift=0),
         "the logits at position i were compared with token i, the current one. They predict the *next* token: "
         "compare logits[:, :-1].argmax(-1) with tokens[:, 1:], so that query i meets token i + 1.",
     ),
-    _Mistake(
+    Mistake(
         "one query early",
         lambda lo, t, p: _accuracy_variant(lo, t, p, start=-1),
         "you counted the queries from i = period - 1 on, where the *target* i + 1 is the first repeated token. But at "
         "query period - 1 the current token has not occurred before, so nothing in the context says that the block "
         "ends there: count the queries i >= period.",
     ),
-    _Mistake(
+    Mistake(
         "every query counted",
         lambda lo, t, p: _accuracy_variant(lo, t, p, start=None),
         "you scored every query, the ones before the first repeat too, where nothing in the context tells the next "
         "token and no model can beat chance. Keep only the queries i >= period of each row.",
     ),
-    _Mistake(
+    Mistake(
         "rows averaged first",
         lambda lo, t, p: _accuracy_variant(lo, t, p, per_row=True),
         "you took each row's accuracy and then the mean of the rows. The accuracy is one mean over every predictable "
         "(row, query) pair, so a row with a short period, which has more of them, counts for more.",
     ),
-    _Mistake(
+    Mistake(
         "targets rolled round",
         lambda lo, t, p: _accuracy_variant(lo, t, p, wrap=True),
         "the targets were made with torch.roll, so the last query is compared with token 0, which it does not "
         "predict. Drop the last query instead: logits[:, :-1] against tokens[:, 1:].",
     ),
-    _Mistake(
+    Mistake(
         "one period for the batch",
         lambda lo, t, p: _accuracy_variant(lo, t, p, one_period=True),
         "every row used the first row's period. Each row has its own, periods[b]: compare a row of query positions "
@@ -186,8 +194,8 @@ ACCURACY_MISTAKES = [
 ]
 
 
-def _accuracy_cases() -> list[_Case]:
-    g = _generator(131)
+def _accuracy_cases() -> list[Case]:
+    g = seeded_generator(131)
     B, n, V = 5, 12, 7
     tokens = torch.randint(0, V, (B, n), generator=g)
     periods = torch.tensor([3, 5, 4, 2, 7])
@@ -199,16 +207,16 @@ def _accuracy_cases() -> list[_Case]:
             target = int(tokens[b, i + 1]) if i + 1 < n else 0
             planted[b, i, target if i >= p else (target + 1) % V] = 1.0
     return [
-        _Case("random logits, periods 3, 5, 4, 2 and 7", (random_logits, tokens, periods)),
-        _Case("logits right exactly at the predictable queries", (planted, tokens, periods)),
-        _Case(
+        Case("random logits, periods 3, 5, 4, 2 and 7", (random_logits, tokens, periods)),
+        Case("logits right exactly at the predictable queries", (planted, tokens, periods)),
+        Case(
             "one period 6 for every row",
             (torch.randn(3, 10, 5, generator=g), torch.randint(0, 5, (3, 10), generator=g), torch.tensor([6, 6, 6])),
         ),
     ]
 
 
-_ACCURACY_HINTS = _hints(
+_ACCURACY_HINTS = register_hints(
     "13.2",
     "The logits at query i predict token i + 1. Only the queries whose current token occurred before count, i >= "
     "period in each row, and the accuracy is one mean over all of them, pooled over the rows: 1 for a model that "
@@ -224,16 +232,16 @@ _ACCURACY_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_predictable_accuracy(accuracy: Callable) -> Verdict:
     """Exercise 13.2: ``predictable_accuracy(logits (B, n, V), tokens (B, n), periods (B,)) -> 0-dim tensor``, the
     next-token accuracy at the queries ``i >= period`` (helpers.induction.next_token_accuracy)."""
-    return _check(
+    return run_checks(
         "Exercise 13.2 predictable accuracy",
         accuracy,
-        next_token_accuracy,
-        _accuracy_cases(),
-        ACCURACY_MISTAKES,
-        _ACCURACY_HINTS,
-        inputs=("logits", "tokens", "periods"),
+        reference=next_token_accuracy,
+        cases=_accuracy_cases(),
+        mistakes=ACCURACY_MISTAKES,
+        hints=_ACCURACY_HINTS,
+        input_names=("logits", "tokens", "periods"),
     )

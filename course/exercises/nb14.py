@@ -8,7 +8,15 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course.exercises.engine import Verdict, _Case, _check, _counted, _generator, _hints, _Mistake
+from course.exercises.engine import (
+    Case,
+    Mistake,
+    Verdict,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
+)
 from helpers.modern import alibi_slopes, apply_rotary
 
 # --- 14.1 RMSNorm -------------------------------------------------------------------------------------------------
@@ -37,53 +45,53 @@ def _rms_variant(x, weight, eps, *, centred=False, eps_outside=False, total=Fals
 
 
 RMS_MISTAKES = [
-    _Mistake(
+    Mistake(
         "mean subtracted",
         lambda x, w, eps: _rms_variant(x, w, eps, centred=True),
         "you subtracted the mean first: that is LayerNorm (without its bias). RMSNorm keeps the mean and divides by "
         "the root mean square of x itself, sqrt(mean(x ** 2) + eps).",
     ),
-    _Mistake(
+    Mistake(
         "eps outside the sqrt",
         lambda x, w, eps: _rms_variant(x, w, eps, eps_outside=True),
         "eps was added after the square root, x / (sqrt(mean(x ** 2)) + eps). It goes inside: "
         "x / sqrt(mean(x ** 2) + eps), as in nn.RMSNorm (torch.rsqrt(... + eps)). The two differ most for small x.",
     ),
-    _Mistake(
+    Mistake(
         "sum instead of mean",
         lambda x, w, eps: _rms_variant(x, w, eps, total=True),
         "you divided by the root of the *sum* of squares (the norm), not of their mean: the result is sqrt(d_model) "
         "times too small. Use x.pow(2).mean(-1, keepdim=True).",
     ),
-    _Mistake(
+    Mistake(
         "no square root",
         lambda x, w, eps: _rms_variant(x, w, eps, root=False),
         "you divided by the mean square, not by its square root: the root mean square is sqrt(mean(x ** 2) + eps).",
     ),
-    _Mistake(
+    Mistake(
         "weight left out",
         lambda x, w, eps: _rms_variant(x, w, eps, scaled=False),
         "the normalised x was not multiplied by weight, the learned scale (one gain per feature, shape (d_model,)).",
     ),
-    _Mistake(
+    Mistake(
         "eps not used",
         lambda x, w, eps: _rms_reference(x, w, 1e-6),
         "the eps you were given was not used (1e-6 written in its place?): on small x, where eps matters, the "
         "result is off. Add the argument eps inside the square root, sqrt(mean(x ** 2) + eps).",
     ),
-    _Mistake(
+    Mistake(
         "nn.RMSNorm's default eps",
         lambda x, w, eps: F.rms_norm(x, (x.shape[-1],), w, None),
         "this is nn.RMSNorm / F.rms_norm with their default eps (None: the dtype's machine epsilon, about 1.2e-7 in "
         "float32), not the eps you were given: pass eps=eps.",
     ),
-    _Mistake(
+    Mistake(
         "divided by the standard deviation",
         lambda x, w, eps: x / torch.sqrt(x.var(-1, keepdim=True) + eps) * w,
         "you divided by the standard deviation, which measures the spread around the mean. RMSNorm divides by the "
         "root mean square of x itself, sqrt(mean(x ** 2) + eps): for x around 2 the two differ a lot.",
     ),
-    _Mistake(
+    Mistake(
         "mean over every axis",
         lambda x, w, eps: _rms_variant(x, w, eps, axis=None),
         "the mean of the squares was taken over the whole tensor. Each vector is normalised on its own: the mean "
@@ -92,25 +100,25 @@ RMS_MISTAKES = [
 ]
 
 
-def _rms_cases() -> list[_Case]:
-    g = _generator(141)
+def _rms_cases() -> list[Case]:
+    g = seeded_generator(141)
     return [
-        _Case(
+        Case(
             "x (2, 3, 8) around 2, a random weight, eps 1e-6",
             (torch.randn(2, 3, 8, generator=g) + 2.0, torch.randn(8, generator=g), 1e-6),
         ),
-        _Case(
+        Case(
             "small x (4, 16), eps 1e-2",
             (torch.randn(4, 16, generator=g) * 0.05, torch.rand(16, generator=g) + 0.5, 1e-2),
         ),
-        _Case(
+        Case(
             "one vector (12,) of large values, eps 1e-5",
             (torch.randn(12, generator=g) * 30, torch.randn(12, generator=g), 1e-5),
         ),
     ]
 
 
-_RMS_HINTS = _hints(
+_RMS_HINTS = register_hints(
     "14.1",
     "RMSNorm (Zhang and Sennrich, 2019) divides each vector, along its last axis, by its root mean square, "
     "sqrt(mean(x ** 2) + eps), and multiplies by the learned gain weight. Unlike LayerNorm it subtracts no mean and "
@@ -122,18 +130,18 @@ _RMS_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_rms_norm(rms_norm: Callable) -> Verdict:
     """Exercise 14.1: ``rms_norm(x (..., d), weight (d,), eps) -> (..., d)``, ``x / sqrt(mean(x ** 2) + eps) *
     weight`` over the last axis (``helpers.modern.RMSNorm``, ``torch.nn.functional.rms_norm``)."""
-    return _check(
+    return run_checks(
         "Exercise 14.1 RMSNorm",
         rms_norm,
-        _rms_reference,
-        _rms_cases(),
-        RMS_MISTAKES,
-        _RMS_HINTS,
-        inputs=("x", "weight", "eps"),
+        reference=_rms_reference,
+        cases=_rms_cases(),
+        mistakes=RMS_MISTAKES,
+        hints=_RMS_HINTS,
+        input_names=("x", "weight", "eps"),
     )
 
 
@@ -161,51 +169,51 @@ def _rotary_variant(
 
 
 ROTARY_MISTAKES = [
-    _Mistake(
+    Mistake(
         "halves instead of pairs",
         lambda x, p: _rotary_variant(x, p, read="halves", write="halves"),
         "you rotated the features (i, i + d/2), the half-split layout of GPT-NeoX and Hugging Face's Llama. This "
         "exercise is the interleaved layout of Su et al.: pair i is the features (2i, 2i + 1), x[..., 0::2] and "
         "x[..., 1::2]. The two are the same rotation up to a permutation of the features, not the same function.",
     ),
-    _Mistake(
+    Mistake(
         "pairs read, halves written",
         lambda x, p: _rotary_variant(x, p, write="halves"),
         "each pair (2i, 2i + 1) was rotated right, but the results were put back as two halves (torch.cat): the "
         "rotated pair i must go back to features 2i and 2i + 1, torch.stack((a, b), dim=-1).flatten(-2).",
     ),
-    _Mistake(
+    Mistake(
         "sin sign flipped",
         lambda x, p: _rotary_variant(x, p, sign=-1.0),
         "the pairs were rotated the wrong way (the sine's sign is flipped): a rotation by the angle t takes (a, b) to "
         "(a cos t - b sin t, a sin t + b cos t). Scores still depend only on the offset, which is why this slips "
         "through; a checkpoint trained the other way would not.",
     ),
-    _Mistake(
+    Mistake(
         "exponent -i/d instead of -2i/d",
         lambda x, p: _rotary_variant(x, p, exponent="i"),
         "pair i turned at base ** (-i / d); its frequency is base ** (-2i / d), §3.5's with 2i the even feature "
         "index: torch.arange(0, d, 2) / d.",
     ),
-    _Mistake(
+    Mistake(
         "2 counted twice",
         lambda x, p: _rotary_variant(x, p, exponent="4i"),
         "the exponent counts the 2 twice: torch.arange(0, d, 2) already is 2i, so its frequency is "
         "base ** (-arange(0, d, 2) / d), not base ** (-2 * arange(0, d, 2) / d).",
     ),
-    _Mistake(
+    Mistake(
         "cos and sin swapped",
         lambda x, p: _rotary_variant(x, p, swap=True),
         "cos and sin are swapped: a turn by the angle t takes (a, b) to (a cos t - b sin t, a sin t + b cos t). With "
         "them swapped, position 0 is no longer left unchanged (cos 0 = 1, sin 0 = 0): print your result at position 0.",
     ),
-    _Mistake(
+    Mistake(
         "positions counted from 1",
         lambda x, p: _rotary_variant(x, p, shift=1),
         "every row was turned by the angle of the next position: positions count from 0, and the row at position 0 "
         "is not turned at all. Use the positions as given, not positions + 1.",
     ),
-    _Mistake(
+    Mistake(
         "positions ignored",
         lambda x, p: _rotary_variant(x, p, own_positions=False),
         "the rows were rotated by the angles of positions 0 .. n - 1, not by the positions given: use the angle "
@@ -218,22 +226,22 @@ def _rotary_reference(x, positions):
     return apply_rotary(x, positions)
 
 
-def _rotary_cases() -> list[_Case]:
-    g = _generator(142)
+def _rotary_cases() -> list[Case]:
+    g = seeded_generator(142)
     return [
-        _Case("x (5, 8), positions 0 .. 4", (torch.randn(5, 8, generator=g), torch.arange(5))),
-        _Case(
+        Case("x (5, 8), positions 0 .. 4", (torch.randn(5, 8, generator=g), torch.arange(5))),
+        Case(
             "x (2, 3, 6, 16), heads and a batch, positions 0 .. 5",
             (torch.randn(2, 3, 6, 16, generator=g), torch.arange(6)),
         ),
-        _Case(
+        Case(
             "x (4, 12) at positions 3, 10, 50 and 200",
             (torch.randn(4, 12, generator=g), torch.tensor([3, 10, 50, 200])),
         ),
     ]
 
 
-_ROTARY_HINTS = _hints(
+_ROTARY_HINTS = register_hints(
     "14.2",
     "RoPE (Su et al., 2021) splits the d features into d/2 pairs, here the interleaved pairs (2i, 2i + 1), and turns "
     "pair i of the row at position p by the angle p * 10000 ** (-2i / d), the frequency of §3.5. A turn by t takes "
@@ -251,72 +259,72 @@ _ROTARY_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_rotary(rotary: Callable) -> Verdict:
     """Exercise 14.2: ``rotary(x (..., n, d), positions (n,)) -> (..., n, d)``, interleaved RoPE with base 10,000
     (``helpers.modern.apply_rotary``)."""
-    return _check(
+    return run_checks(
         "Exercise 14.2 rotary positions",
         rotary,
-        _rotary_reference,
-        _rotary_cases(),
-        ROTARY_MISTAKES,
-        _ROTARY_HINTS,
-        inputs=("x", "positions"),
+        reference=_rotary_reference,
+        cases=_rotary_cases(),
+        mistakes=ROTARY_MISTAKES,
+        hints=_ROTARY_HINTS,
+        input_names=("x", "positions"),
     )
 
 
 # --- 14.3 ALiBi's slopes ------------------------------------------------------------------------------------------
 
 
-def _power_of_two_slopes(h: int) -> list[float]:
+def power_of_two_slopes(h: int) -> list[float]:
     return [2.0 ** (-8.0 * (k + 1) / h) for k in range(h)]
 
 
 def _rounded_up(h: int) -> torch.Tensor:
     c = 1 << (h - 1).bit_length()  # the smallest power of 2 >= h
-    return torch.tensor(_power_of_two_slopes(c)[:h])
+    return torch.tensor(power_of_two_slopes(c)[:h])
 
 
 def _extra_from_the_start(h: int) -> torch.Tensor:
     c = 1 << (h.bit_length() - 1)
-    return torch.tensor(_power_of_two_slopes(c) + _power_of_two_slopes(2 * c)[: h - c])
+    return torch.tensor(power_of_two_slopes(c) + power_of_two_slopes(2 * c)[: h - c])
 
 
 SLOPE_MISTAKES = [
-    _Mistake(
+    Mistake(
         "rounded up to a power of 2",
         _rounded_up,
         "for h not a power of 2 you took the first h slopes of the next power of 2 (16 for 12 heads). Press et al.'s "
         "code takes all the slopes of the power of 2 below (8 for 12 heads), then fills up with every other slope of "
         "the sequence for twice as many heads: 2 ** (-4 (2k + 1) / c), the odd terms, which interleave with the c slopes.",
     ),
-    _Mistake(
+    Mistake(
         "one geometric sequence for any h",
-        lambda h: torch.tensor(_power_of_two_slopes(h)),
+        lambda h: torch.tensor(power_of_two_slopes(h)),
         "2 ** (-8 (k + 1) / h) is the rule for h a power of 2 only. For another h, Press et al. take the c slopes of "
         "the largest power of 2 c < h and then the first h - c odd terms of the sequence for 2c heads, "
         "2 ** (-4 (2k + 1) / c), which interleave with them.",
     ),
-    _Mistake(
+    Mistake(
         "slopes reversed",
         lambda h: alibi_slopes(h).flip(0),
         "the slopes run the wrong way: head 0 has the largest slope, 2 ** (-8 / h) (1/2 for 8 heads), and each next "
         "head a smaller one.",
     ),
-    _Mistake(
+    Mistake(
         "sequence starts at 1",
         lambda h: torch.tensor([2.0 ** (-8.0 * k / h) for k in range(h)]),
         "the sequence starts at 2 ** 0 = 1. Its first term is the ratio itself, 2 ** (-8 / h): 2 ** (-8 (k + 1) / h) "
         "for k = 0 .. h - 1.",
     ),
-    _Mistake(
+    Mistake(
         "slopes sorted",
         lambda h: alibi_slopes(h).sort(descending=True).values,
         "the slopes are right but sorted. For h not a power of 2, Press et al.'s code keeps the c slopes of the power "
         "of 2 first and appends the h - c extra ones after them, unsorted: head k's slope is the k-th of that list.",
     ),
-    _Mistake(
+    Mistake(
         "extra slopes from the start",
         _extra_from_the_start,
         "the extra h - c slopes were the first h - c of the sequence for 2c heads, so half of them repeat slopes you "
@@ -325,7 +333,7 @@ SLOPE_MISTAKES = [
 ]
 
 
-_SLOPE_HINTS = _hints(
+_SLOPE_HINTS = register_hints(
     "14.3",
     "Press et al. (2022, §3) give head k (from 0) the slope 2 ** (-8 (k + 1) / h) when h is a power of 2: for 8 "
     "heads 1/2, 1/4, ..., 1/256. For another h their code takes the slopes of the largest power of 2 c below h, then "
@@ -341,17 +349,17 @@ _SLOPE_HINTS = _hints(
 )
 
 
-@_counted
+@counts_attempts
 def check_alibi_slopes(slopes: Callable) -> Verdict:
     """Exercise 14.3: ``slopes(num_heads) -> (num_heads,)``, ALiBi's slope per head for any number of heads
     (``helpers.modern.alibi_slopes``)."""
-    cases = [_Case(f"num_heads={h}", (h,)) for h in (8, 4, 12, 6, 1, 20)]
-    return _check(
+    cases = [Case(f"num_heads={h}", (h,)) for h in (8, 4, 12, 6, 1, 20)]
+    return run_checks(
         "Exercise 14.3 ALiBi slopes",
         slopes,
-        alibi_slopes,
-        cases,
-        SLOPE_MISTAKES,
-        _SLOPE_HINTS,
-        inputs=("num_heads",),
+        reference=alibi_slopes,
+        cases=cases,
+        mistakes=SLOPE_MISTAKES,
+        hints=_SLOPE_HINTS,
+        input_names=("num_heads",),
     )

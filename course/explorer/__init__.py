@@ -457,7 +457,7 @@ class AttentionExplorer:
             f'<script class="attn-x-data" type="application/json">{data}</script>'
             f'<img class="attn-x-fallback" alt="{alt}" src="data:image/png;base64,{png}">'
             f'<div class="attn-x-note" style="font-size:16px;color:#444;margin:4px 0">{STATIC_NOTE}</div>'
-            f"</div><script>{_SCRIPT_SHIPPED}</script>"
+            f"</div><script>{SCRIPT_SHIPPED}</script>"
         )
 
     def _summary(self) -> str:
@@ -534,6 +534,6 @@ CSS = "\n".join(line.strip() for line in _CSS_SOURCE.splitlines() if line.strip(
 SCRIPT = (_HERE / "explorer.js").read_text(encoding="utf-8")
 
 # What goes into each output: the script without its indentation and whole-line comments (a third smaller).
-_SCRIPT_SHIPPED = "\n".join(
+SCRIPT_SHIPPED = "\n".join(
     line.strip() for line in SCRIPT.strip().splitlines() if line.strip() and not line.strip().startswith("//")
 )

@@ -1,80 +1,54 @@
 """Build a static HTML version of every notebook, plus an index page, that reads offline.
 
-Run from the repository root, in the project's environment:
-
-    python -m course.publish.site                # -> build/html/index.html
+    python -m course.publish.site                # -> build/html/index.html, the decks in build/html/slides/
     python -m course.publish.site --out DIR      # somewhere else
 
-The pages show the outputs stored in the notebooks (nothing is executed, so this takes seconds).
-Everything a page needs is in the output folder, laid out like the repository: figures are
-embedded as data URIs, the diagrams a notebook shows (``../img/x.svg``) and any other repository
-file it links are copied next to the pages, and equations are typeset by a local copy of
-MathJax 3 (from the pinned django-static-mathjax package, which is only MathJax's own files)
-instead of nbconvert's default CDN.
-No page loads anything from the network. Links between notebooks (``02_masking.ipynb``) point to
-their HTML pages.
-
-Each page starts with a navigation bar (the index, the notebook's slide deck, the previous and next notebook, and
-the projector-mode button) and, after its title cell, the list of its ``## `` sections; each section's heading
-links back to that list. The index lists every notebook with its one line from the README, its deck and its own
-sections (not the Summary, Exercises and What's next that every notebook ends with).
-
-Projector mode, for showing the pages to a room (the decks are the lecture medium; this is for the pages
-themselves): prose about 28 px and code 22 px on a 1920x1080 screen instead of 14 and 13, the page at the
-screen's width, code and printed output wrapped (never a sideways scroll bar), figures at 1.5 times their natural
-size where there is room. The nav's button switches it; ``?projector`` or ``#projector`` in the address turns it
-on and ``?projector=off`` off; the choice is remembered (localStorage) for every page. The style and the few
-lines of script that do it are course/publish/site_template/site.css and site.js, copied to the site's root.
+Run from the repository root, in the project's environment. The pages show the outputs stored in the notebooks
+(nothing is executed, so this takes seconds) and load nothing from the network.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import os
 import re
 import shutil
-import sys
-import time
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
-import mathjax  # the django-static-mathjax package: MathJax's own distribution files, nothing else
 import nbformat
 from jinja2 import DictLoader
 from nbconvert import HTMLExporter
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = ROOT / "build" / "html"
-MATHJAX_ES5 = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
-MATHJAX_DIR = "mathjax"  # inside the output folder
-SECTION_NAMES = {"notebooks": "Notebooks", "notebooks/solutions": "Solutions"}
-
-# MathJax 3's TeX-to-SVG bundle: glyphs are drawn as SVG paths from the script itself, so no web font
-# is fetched (browsers refuse fonts from file:// pages). Delimiters and settings as in JupyterLab
-# and nbconvert. The a11y, sre and ui folders are what the MathJax menu loads on demand.
-MATHJAX_FILES = ("tex-svg-full.js", "a11y", "sre", "ui")
-MATHJAX_HEAD = (
-    """<script>
-window.MathJax = {
-  tex: {
-    inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]],
-    displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
-    processEscapes: true,
-    processEnvironments: true,
-    tags: "ams"
-  },
-  svg: {fontCache: "global"}
-};
-</script>
-<script src="{prefix}"""
-    + MATHJAX_DIR
-    + """/tex-svg-full.js"></script>"""
+from course.publish import slides
+from course.publish.common import (
+    ROOT,
+    copy_mathjax,
+    deck_name,
+    deck_notebooks,
+    linked_file,
+    mathjax_head,
+    notebook_paths,
+    notebook_title,
+    run_command,
+    series_title,
+    warn_missing,
 )
 
-# The series' own style and script (course/publish/site_template/), copied to the site's root and linked by every page
-# after JupyterLab's style: the reading measure, the navigation, the page's contents, and the projector mode
-# (site.js switches it: the nav's button, ?projector or #projector, remembered in localStorage).
+# Everything a page needs is in the output folder, laid out like the repository: figures are embedded as data
+# URIs, the diagrams a notebook shows (``../img/x.svg``) and any other repository file it links are copied next to
+# the pages (_copy_referenced_files), and equations are typeset by the local MathJax (common.py). Links between
+# notebooks (``02_masking.ipynb``) point to their HTML pages.
+DEFAULT_OUT = ROOT / "build" / "html"
+SECTION_NAMES = {"notebooks": "Notebooks", "notebooks/solutions": "Solutions"}
+SLIDES_DIR = "slides"  # the decks, inside the site (slides.py)
+
+# The series' own style and script (site_template/), copied to the site's root and linked by every page after
+# JupyterLab's style: the reading measure, the navigation, the page's contents, and the projector mode. Projector
+# mode is for showing the pages to a room (the decks are the lecture medium): prose about 28 px and code 22 px on a
+# 1920x1080 screen instead of 14 and 13, the page at the screen's width, code and printed output wrapped (never a
+# sideways scroll bar), figures at 1.5 times their natural size where there is room. The nav's button switches it;
+# ``?projector`` or ``#projector`` in the address turns it on and ``?projector=off`` off; site.js remembers the
+# choice (localStorage) for every page.
 SITE_TEMPLATE = Path(__file__).resolve().parent / "site_template"
 SITE_FILES = ("site.css", "site.js")
 SITE_HEAD = '<link rel="stylesheet" href="{prefix}site.css">\n<script src="{prefix}site.js"></script>'
@@ -127,21 +101,6 @@ their projector mode (larger text, code wrapped; every page remembers it): {proj
 """
 
 
-def notebook_paths(root: Path = ROOT) -> list[Path]:
-    return sorted(p for p in (root / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-
-
-def notebook_title(nb: nbformat.NotebookNode, fallback: str) -> str:
-    """The text of the notebook's first markdown heading, without markdown emphasis."""
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        match = re.search(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", cell.source, re.MULTILINE)
-        if match:
-            return re.sub(r"\*\*|__|`", "", match.group(1)).strip()
-    return fallback
-
-
 def _strip_tags(fragment: str) -> str:
     return re.sub(r"<[^>]+>", "", fragment).strip()
 
@@ -189,13 +148,12 @@ def _copy_referenced_files(page: str, notebook: Path, root: Path, out: Path) -> 
     """
     missing = []
     for url in re.findall(r'<(?:img|a)\b[^>]*?\s(?:src|href)="([^"]*)"', page):
-        if not url or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^/|^#", url):
+        source = linked_file(notebook, url) if url else None
+        if source is None:
             continue
-        relative = unquote(urlsplit(url).path)
-        source = (notebook.parent / relative).resolve()
-        if relative.endswith(".html") and (source.with_suffix(".ipynb").is_file() or source == root / "index.html"):
+        if source.suffix == ".html" and (source.with_suffix(".ipynb").is_file() or source == root / "index.html"):
             continue  # a notebook's page, or the index
-        in_site = (out / notebook.parent.relative_to(root) / relative).resolve()
+        in_site = (out / os.path.relpath(source, root)).resolve()
         if in_site.is_relative_to((out / SLIDES_DIR).resolve()) and in_site.is_file():
             continue  # a deck, built into the site
         if not (source.is_file() and source.is_relative_to(root)):
@@ -207,6 +165,8 @@ def _copy_referenced_files(page: str, notebook: Path, root: Path, out: Path) -> 
     return missing
 
 
+# Each page starts and ends with a navigation bar: the index, the notebook's slide deck, the previous and next
+# notebook in its folder, and the projector-mode button.
 def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None], deck: str | None = None) -> str:
     contents = f'<a href="{prefix}index.html">Contents</a>'
     if deck:  # the notebook's slide deck, built into the site's slides/ folder
@@ -224,26 +184,21 @@ def _nav(prefix: str, here: Path, neighbours: list[tuple[Path, str] | None], dec
     return f'<nav class="site-nav">{"".join(links)}</nav>'
 
 
-def copy_mathjax(out: Path) -> None:
-    """Copy the local MathJax 3 (the files MATHJAX_HEAD loads, and its licence) to out/mathjax/, afresh."""
-    shutil.rmtree(out / MATHJAX_DIR, ignore_errors=True)
-    for name in MATHJAX_FILES:
-        source = MATHJAX_ES5 / name
-        if source.is_dir():
-            shutil.copytree(source, out / MATHJAX_DIR / name)
-        else:
-            (out / MATHJAX_DIR).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, out / MATHJAX_DIR / name)
-    shutil.copyfile(MATHJAX_ES5.parent / "LICENSE", out / MATHJAX_DIR / "LICENSE")
+def _neighbours(i: int, paths: list[Path], targets: list[Path], titles: list[str]) -> list[tuple[Path, str] | None]:
+    """The pages (target, title) of the previous and the next notebook in the folder of notebook i, or None."""
+    same_folder = [j for j in range(len(paths)) if paths[j].parent == paths[i].parent]
+    position = same_folder.index(i)
+    neighbours = []
+    for step in (-1, 1):
+        j = position + step
+        neighbours.append((targets[same_folder[j]], titles[same_folder[j]]) if 0 <= j < len(same_folder) else None)
+    return neighbours
 
 
 def copy_site_files(out: Path) -> None:
     """The site's style and script (course/publish/site_template/) to the site's root."""
     for name in SITE_FILES:
         shutil.copyfile(SITE_TEMPLATE / name, out / name)
-
-
-SLIDES_DIR = "slides"  # the decks, inside the site (course/publish/slides.py)
 
 
 def readme_summaries(root: Path = ROOT) -> dict[str, str]:
@@ -259,20 +214,53 @@ def readme_summaries(root: Path = ROOT) -> dict[str, str]:
     }
 
 
+# The index lists every notebook with its one line from the README, its deck and its own sections (not the Summary,
+# Exercises and What's next that every notebook ends with).
+def _index_entry(href: str, title: str, page: str, deck: str | None, summary: str | None) -> str:
+    """A notebook's item in the index: its page, its deck, its summary and the links to its sections."""
+    items = "".join(
+        f'<li><a href="{href}#{anchor}">{text}</a></li>'
+        for anchor, text in section_headings(page)
+        if not BOILERPLATE_SECTIONS.match(html.unescape(text).strip())
+    )
+    entry = f'<li class="notebook"><a href="{href}">{html.escape(title)}</a>'
+    if deck:
+        entry += f' <a class="deck" href="{SLIDES_DIR}/{deck}">slides</a>'
+    if summary:
+        entry += f'<p class="summary">{summary}</p>'
+    return entry + (f'<ul class="sections">{items}</ul></li>' if items else "</li>")
+
+
+def _write_index(out: Path, root: Path, toc: dict[str, list[str]]) -> None:
+    """out/index.html: the index entries of each folder of notebooks, under the folder's name."""
+    sections = "\n".join(
+        f"<h2>{html.escape(SECTION_NAMES.get(folder, folder))}</h2>\n<ul>\n" + "\n".join(entries) + "\n</ul>"
+        for folder, entries in toc.items()
+    )
+    (out / "index.html").write_text(
+        INDEX.format(
+            title=html.escape(series_title(root)),
+            mathjax=mathjax_head(),
+            site_head=SITE_HEAD.replace("{prefix}", ""),
+            projector=PROJECTOR_BUTTON,
+            sections=sections,
+        ),
+        encoding="utf-8",
+    )
+
+
 def build(out: Path, root: Path = ROOT) -> list[Path]:
     """Write out/index.html, one page per notebook (same folders as in the repository), out/mathjax/ and the
-    slide decks in out/slides/ (course/publish/slides.py), linked both ways."""
-    from course.publish import slides as build_slides  # (it imports this module)
-
+    slide decks in out/slides/ (slides.py), linked both ways."""
     paths = notebook_paths(root)
     if not paths:
         raise SystemExit(f"no notebooks under {root / 'notebooks'}")
     out.mkdir(parents=True, exist_ok=True)
     copy_mathjax(out)
     copy_site_files(out)
-    with_decks = {path.resolve() for path in build_slides.deck_notebooks(root)}
+    with_decks = {path.resolve() for path in deck_notebooks(root)}
     if with_decks:
-        build_slides.build(out / SLIDES_DIR, root, site="../")
+        slides.build(out / SLIDES_DIR, root, site="../")
     summaries = readme_summaries(root)
 
     exporter = HTMLExporter(
@@ -286,81 +274,31 @@ def build(out: Path, root: Path = ROOT) -> list[Path]:
     for stale in (out / "notebooks").rglob("*.html") if (out / "notebooks").is_dir() else []:
         if stale not in targets:  # the page of a notebook that is gone
             stale.unlink()
-    toc: dict[str, list[str]] = {}
+    toc: dict[str, list[str]] = {}  # folder -> the index entries of its notebooks
     for i, ((path, nb), target) in enumerate(zip(notebooks, targets, strict=True)):
         rel = path.relative_to(root)
         prefix = "../" * (len(rel.parts) - 1)
-        same_folder = [j for j in range(len(paths)) if paths[j].parent == path.parent]
-        position = same_folder.index(i)
-        neighbours = []  # previous and next notebook in the same folder
-        for step in (-1, 1):
-            j = position + step
-            neighbours.append((targets[same_folder[j]], titles[same_folder[j]]) if 0 <= j < len(same_folder) else None)
+        deck = deck_name(path) if path.resolve() in with_decks else None
         resources = {
             "metadata": {"name": titles[i], "path": str(path.parent)},
-            "site_mathjax": MATHJAX_HEAD.replace("{prefix}", prefix),
+            "site_mathjax": mathjax_head(prefix),
             "site_head": SITE_HEAD.replace("{prefix}", prefix),
-            "site_nav": _nav(
-                prefix, target, neighbours, build_slides.deck_name(path) if path.resolve() in with_decks else None
-            ),
+            "site_nav": _nav(prefix, target, _neighbours(i, paths, targets, titles), deck),
         }
         page, _ = exporter.from_notebook_node(nb, resources=resources)
         page = add_contents(_link_notebooks_to_pages(page))
-        for url in _copy_referenced_files(page, path, root, out):
-            print(f"warning: {rel} links {url}, which is not a file in the repository", file=sys.stderr)
+        warn_missing(rel, "links", _copy_referenced_files(page, path, root, out))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page, encoding="utf-8")
-
-        href = target.relative_to(out).as_posix()
-        items = "".join(
-            f'<li><a href="{href}#{anchor}">{text}</a></li>'
-            for anchor, text in section_headings(page)
-            if not BOILERPLATE_SECTIONS.match(html.unescape(text).strip())
-        )
-        entry = f'<li class="notebook"><a href="{href}">{html.escape(titles[i])}</a>'
-        if path.resolve() in with_decks:
-            entry += f' <a class="deck" href="{SLIDES_DIR}/{build_slides.deck_name(path)}">slides</a>'
-        if rel.as_posix() in summaries:
-            entry += f'<p class="summary">{summaries[rel.as_posix()]}</p>'
-        entry += f'<ul class="sections">{items}</ul></li>' if items else "</li>"
+        entry = _index_entry(target.relative_to(out).as_posix(), titles[i], page, deck, summaries.get(rel.as_posix()))
         toc.setdefault(rel.parent.as_posix(), []).append(entry)
-
-    sections = "\n".join(
-        f"<h2>{html.escape(SECTION_NAMES.get(folder, folder))}</h2>\n<ul>\n" + "\n".join(entries) + "\n</ul>"
-        for folder, entries in toc.items()
-    )
-    (out / "index.html").write_text(
-        INDEX.format(
-            title=html.escape(series_title(root)),
-            mathjax=MATHJAX_HEAD.replace("{prefix}", ""),
-            site_head=SITE_HEAD.replace("{prefix}", ""),
-            projector=PROJECTOR_BUTTON,
-            sections=sections,
-        ),
-        encoding="utf-8",
-    )
+    _write_index(out, root, toc)
     return targets
 
 
-def series_title(root: Path) -> str:
-    """The README's first heading, the series' name (also used by build_slides.py)."""
-    readme = root / "README.md"
-    if readme.is_file():
-        match = re.search(r"^#\s+(.+?)\s*$", readme.read_text(encoding="utf-8"), re.MULTILINE)
-        if match:
-            return match.group(1)
-    return "Notebooks"
-
-
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    pages = build(args.out.resolve())
-    print(f"{len(pages)} notebook pages and index.html in {args.out} ({time.perf_counter() - start:.1f} s)")
-    print(f"open {(args.out / 'index.html').resolve().as_uri()}")
+def main(argv: list[str] | None = None) -> None:
+    run_command(build, "notebook pages", DEFAULT_OUT, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -1,90 +1,15 @@
 """Build a reveal.js slide deck of every notebook that carries slide metadata, that presents offline.
 
-Run from the repository root, in the project's environment:
-
     python -m course.publish.slides              # -> build/slides/<notebook>.slides.html and index.html
     python -m course.publish.slides --out DIR    # somewhere else
 
-The decks show the outputs stored in the notebooks (nothing is executed, so this takes seconds). A
-notebook gets a deck when at least one of its top-level cells has a slide type (in JupyterLab: the
-property inspector, "Slide Type"; stored as ``cell.metadata.slideshow.slide_type``). The series uses
-the types this way, the same in every presented notebook (tests/course/publish/test_slides.py checks the first two
-points in every numbered notebook):
-
-- ``slide`` (left/right arrow keys): the title cell and every cell that starts a ``## `` section, the
-  summary, the exercises and "What's next" included;
-- ``skip``: housekeeping: the set-up cell, the exercise stubs and their checker cells, and a few
-  secondary checks whose point the speaker notes carry;
-- ``subslide`` (up/down arrow keys): a step inside a section, the text that says why or what to look at
-  together with the code cell after it (``-``, same slide); each exercise statement;
-- ``fragment``: a short follow-up revealed on the same slide by the next key press;
-- ``notes``: a conclusion or a digression that the presenter says rather than shows: in the speaker
-  view (key ``s``), not on the slide.
-
-Cell tags that change a cell on the slides only (the notebook reads and runs as before):
-
-- ``slide-hide-input`` on a code cell: only its output shows (plotting boilerplate: the figure is the point);
-- ``slide-output-fragment`` on a code cell: its printed output appears on the next key press, for the
-  moments where the room predicts it first; a closing block of checks (the lines after the last blank
-  line, all ``assert ...`` or ``torch.testing.assert_close(...)``) appears with it, since it states the
-  answer;
-- ``slide-keep-text`` on a markdown cell: the whole cell shows, not cut as below.
-
-Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 canvas by 1.44):
-
-- One point per slide, the explanation in the speaker notes. A markdown cell shows on its slide its
-  headings, display equations, diagrams, code blocks and small tables (SMALL_TABLE words), and the *first
-  sentence* of its first paragraph, of every paragraph that opens with a bold lead-in (``**Step 2:
-  scale.** ...``) and of every list item (in a list of more than LONG_LIST items, only the bold lead-ins:
-  a checklist). Whenever that cuts anything, the whole cell (less its headings and diagrams) becomes the
-  speaker notes of that slide. Why this rule: the series writes topic sentences and bold lead-ins, so
-  first sentences read as the slide's claims, while a cut by paragraph left 60-150 words on a slide;
-  the notebooks stay written for reading, and the presenter has every word in the notes. A sub-slide
-  without text of its own (a figure, code that continues, a long output) gets the notes of the text
-  that introduced it, so nearly every slide has notes.
-- Every sub-slide says in words what it shows. One that would show only printed output, with no heading or
-  text (an output too long to share its code's slide, the output of a hidden cell), gets a one-line caption in
-  the slide's prose size (``slide-caption``, slides.css): the comment line its code cell opens with, else the
-  lead-in sentence of the text that introduced it (the first sentence of its first paragraph, the claim the
-  slide before showed; one longer than CAPTION_CHARS is cut after its first colon, or else not used), else the
-  section's heading. A code sub-slide with no words whose code opens with a comment line (a cell of type
-  ``subslide``, or the continuation of long code) gets that comment as its caption, taken out of the code.
-  nbval's marker lines (``# NBVAL_IGNORE_OUTPUT``) are left out of the code on slides: they are for the tests.
-- A figure (a PNG output) is alone on a sub-slide and fills it (slides.css: object-fit), whatever the
-  cell's slide type; the code that drew it stays on the slide before, with the text (or is hidden by
-  ``slide-hide-input``). What follows a figure starts a new sub-slide. An interactive attention view
-  (course/explorer/__init__.py) carries its static figure as a PNG too, so it is placed the same way; its script
-  then replaces the figure with the view, which fills the sub-slide (slides.css).
-- Code is 20px on the canvas (29 px on screen, about 14 pt), prose 26px (37 px, about 19 pt), the
-  sizes slide guides give for the back of a room; a line too long for the slide wraps with a hanging
-  indent (never a horizontal scroll bar) and nothing scrolls. Code longer than MAX_LINES screen lines is
-  cut at blank lines into consecutive sub-slides, and printed output that would not fit under its code
-  gets a sub-slide of its own. A printed line too wide for the slide wraps at spaces at full size (never
-  inside a number) when the slide has the height and the line is not a table row; otherwise the deck's
-  script (slides_template/deck.html.j2) shrinks the output, to 26 px on screen at most, and then wraps
-  it. On a slide still too full it shrinks the code, to 3/4 at most (22 px on screen).
-- The navigation arrows show only in the speaker view, so they never cover the projected slide; the slide
-  number sits bottom left in the slide's bottom padding.
-
-A markdown cell in which a ``## `` heading follows some text is split in two at the heading, and the
-part from the heading on starts a new slide, so that every section starts a slide whatever the cell
-boundaries; likewise a diagram (an image alone on its line) after some text starts a sub-slide, with
-the text after it. Math in speaker notes stays TeX source (the speaker view cannot show MathJax's
-output). tests/course/publish/test_slides.py steps through every slide in Chromium at 1920x1080 and fails on a slide
-that overflows, hides code in a scroll box, scrolls sideways, shows a small figure or printed output with no
-words.
-
-Everything a deck needs is in the output folder: reveal.js 5 and its speaker-notes plugin (from the
-pinned sphinx-revealjs package, which bundles reveal.js's own distribution files; this script uses
-only those, not Sphinx), the local MathJax 3 of course/publish/site.py, and the series' slide style
-(course/publish/slides_template/). Figures and diagrams are embedded as data URIs. No deck loads anything
-from the network. Links to another notebook that has a deck point to its deck; other links to files
-of the repository become plain text, since the decks travel without the repository.
+Run from the repository root, in the project's environment. The decks show the outputs stored in the notebooks
+(nothing is executed, so this takes seconds); explanations go to the speaker notes (key ``s``). Everything a deck
+needs is in the output folder, and no deck loads anything from the network.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import copy
 import html
@@ -92,25 +17,52 @@ import importlib.util
 import mimetypes
 import re
 import shutil
-import sys
-import time
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 import nbformat
 from jinja2 import FileSystemLoader
 from nbconvert import SlidesExporter
 from traitlets.config import Config
 
-from course.publish.site import MATHJAX_HEAD, copy_mathjax, notebook_title, series_title
+from course.publish.common import (
+    ROOT,
+    WEB_ADDRESS,
+    copy_mathjax,
+    deck_name,
+    deck_notebooks,
+    linked_file,
+    mathjax_head,
+    notebook_title,
+    run_command,
+    series_title,
+    slide_type,
+    warn_missing,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+# Made for a room of 60 on a 1920x1080 projector (reveal.js scales the 1280x720 canvas by 1.44). The notebooks
+# stay written for reading; a deck shows one point per slide and the presenter has every word in the notes.
+# tests/course/publish/test_slides.py steps through every slide in Chromium at 1920x1080 and fails on a slide that
+# overflows, hides code in a scroll box, scrolls sideways, shows a small figure or printed output with no words.
 DEFAULT_OUT = ROOT / "build" / "slides"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "slides_template"
+# A notebook gets a deck when at least one of its top-level cells has a slide type (in JupyterLab: the property
+# inspector, "Slide Type"; stored as ``cell.metadata.slideshow.slide_type``). The series uses the types this way,
+# the same in every presented notebook (test_slides.py checks the first two points in every numbered notebook):
+# - ``slide`` (left/right arrow keys): the title cell and every cell that starts a ``## `` section, the summary,
+#   the exercises and "What's next" included;
+# - ``skip``: housekeeping: the set-up cell, the exercise stubs and their checker cells, and a few secondary checks
+#   whose point the speaker notes carry;
+# - ``subslide`` (up/down arrow keys): a step inside a section, the text that says why or what to look at together
+#   with the code cell after it (``-``, same slide); each exercise statement;
+# - ``fragment``: a short follow-up revealed on the same slide by the next key press;
+# - ``notes``: a conclusion or a digression that the presenter says rather than shows: in the speaker view.
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
-REVEAL_DIR = "reveal"  # inside the output folder
 # The slide canvas in CSS pixels (16:9); reveal.js scales it to fit the screen.
 WIDTH, HEIGHT = 1280, 720
+
+# reveal.js 5 and its speaker-notes plugin come from the pinned sphinx-revealjs package, which bundles reveal.js's
+# own distribution files; this module uses only those, not Sphinx.
+REVEAL_DIR = "reveal"  # inside the output folder
 
 
 def _revealjs_dist() -> Path:
@@ -124,21 +76,6 @@ def _revealjs_dist() -> Path:
 # What the decks load from reveal.js: the core, its white theme and the speaker-notes plugin.
 REVEAL_FILES = ("dist/reveal.js", "dist/reveal.css", "dist/theme/white.css", "plugin/notes/notes.js", "LICENSE")
 REVEAL_FONTS = "dist/theme/fonts/source-sans-pro"  # the white theme's font, imported by white.css
-
-
-def slide_type(cell: nbformat.NotebookNode) -> str | None:
-    slideshow = cell.get("metadata", {}).get("slideshow")
-    return slideshow.get("slide_type") if isinstance(slideshow, dict) else None
-
-
-def deck_notebooks(root: Path = ROOT) -> list[Path]:
-    """The notebooks directly under notebooks/ that have slide metadata on at least one cell."""
-    paths = sorted((root / "notebooks").glob("*.ipynb"))
-    return [p for p in paths if any(slide_type(c) for c in nbformat.read(p, as_version=4).cells)]
-
-
-def deck_name(notebook: Path) -> str:
-    return f"{notebook.stem}.slides.html"
 
 
 _SECTION = re.compile(r"^ {0,3}## ", re.MULTILINE)
@@ -180,11 +117,13 @@ def split_at_sections(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-# Cell tags that change a cell on the slides only (the notebook reads as before).
+# Cell tags that change a cell on the slides only (the notebook reads and runs as before). With OUTPUT_FRAGMENT, for
+# the moments where the room predicts the output first, a closing block of checks (the lines after the last blank
+# line, all ``assert ...`` or ``torch.testing.assert_close(...)``) appears with the output, since it states the answer.
 HIDE_INPUT = "slide-hide-input"  # show only the output (plotting boilerplate)
 OUTPUT_FRAGMENT = "slide-output-fragment"  # the output (and the checks that end the cell) on the next key press
 KEEP_TEXT = "slide-keep-text"  # show the whole markdown cell (a table, a checklist), no cut to the notes
-FIGURE_TAG = "slide-figure"  # set by this script on the copy of a cell that shows one figure alone
+FIGURE_TAG = "slide-figure"  # set by this module on the copy of a cell that shows one figure alone
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,3}[.)])\s+")
@@ -238,6 +177,14 @@ def first_sentence(text: str) -> str:
     return text.rstrip()
 
 
+# What a markdown cell shows on its slide: its headings, display equations, diagrams, code blocks and small tables
+# (SMALL_TABLE words), and the *first sentence* of its first paragraph, of every paragraph that opens with a bold
+# lead-in (``**Step 2: scale.** ...``) and of every list item (in a list of more than LONG_LIST items, only the bold
+# lead-ins: a checklist). Whenever that cuts anything, the whole cell (less its headings and diagrams) becomes the
+# speaker notes of that slide. Why: the series writes topic sentences and bold lead-ins, so first sentences read as
+# the slide's claims, while a cut by paragraph left 60-150 words on a slide. A sub-slide without text of its own (a
+# figure, code that continues, a long output) gets the notes of the text that introduced it, so nearly every slide
+# has notes.
 SMALL_TABLE = 80  # words: a larger table goes to the notes (a slide cannot hold it at a readable size)
 LONG_LIST = 6  # a list of more items shows only the bold lead-ins of those that have one (a checklist)
 
@@ -264,7 +211,7 @@ def _list_firsts(block: str) -> str:
 
 
 def slide_text(source: str) -> str:
-    """What a markdown cell shows on its slide (the rule of the module docstring): headings, display math,
+    """What a markdown cell shows on its slide (the rule above SMALL_TABLE): headings, display math,
     diagrams, code blocks and small tables whole; the first sentence of the first paragraph, of every
     paragraph that opens with a bold lead-in and of every list item; no large table, quote, indented block
     (the rest of a list item) or other paragraph."""
@@ -301,7 +248,14 @@ def _notes_cell(source: str, cell_id: str) -> nbformat.NotebookNode:
     return notes
 
 
-CAPTION_TAG = "slide-caption"  # set by this script on the one-line caption it gives a sub-slide (slides.css)
+# Every sub-slide says in words what it shows. One that would show only printed output, with no heading or text (an
+# output too long to share its code's slide, the output of a hidden cell), gets a one-line caption in the slide's
+# prose size (CAPTION_TAG, slides.css): the comment line its code cell opens with, else the lead-in sentence of the
+# text that introduced it (the claim the slide before showed; one longer than CAPTION_CHARS is cut after its first
+# colon, or else not used), else the section's heading. A code sub-slide with no words whose code opens with a
+# comment line (a cell of type ``subslide``, or the continuation of long code) gets that comment as its caption,
+# taken out of the code. nbval's marker lines (``# NBVAL_IGNORE_OUTPUT``) are left out of the code on slides.
+CAPTION_TAG = "slide-caption"  # set by this module on the one-line caption it gives a sub-slide (slides.css)
 CAPTION_CHARS = 160  # a leading comment block longer than this (about two lines of prose on a slide) stays code
 _DIRECTIVE = re.compile(r"^#\s*NBVAL_[A-Z_]+\s*$")  # nbval's cell markers: for the tests, not for the room
 
@@ -391,6 +345,16 @@ def _piece(cell: nbformat.NotebookNode, suffix: str, kind: str, source: str, out
     return piece
 
 
+# Code is 20px on the canvas (29 px on screen, about 14 pt), prose 26px (37 px, about 19 pt), the sizes slide guides
+# give for the back of a room (slides.css); a line too long for the slide wraps with a hanging indent
+# (_wrap_code_lines) and nothing scrolls. Code longer than MAX_LINES screen lines is cut at blank lines into
+# consecutive sub-slides, and printed output that would not fit under its code gets a sub-slide of its own. A
+# printed line too wide for the slide wraps at spaces, or the deck's script (slides_template/deck.html.j2) shrinks
+# the output, to 26 px on screen at most, and on a slide still too full the code, to 3/4 at most (22 px).
+# A figure (a PNG output) is alone on a sub-slide and fills it (slides.css: object-fit), whatever the cell's slide
+# type; the code that drew it stays on the slide before, with the text (or is hidden by HIDE_INPUT), and what follows
+# a figure starts a new sub-slide. An interactive attention view (course/explorer/) carries its static figure as a
+# PNG too, so it is placed the same way; its script then replaces the figure with the view.
 CODE_COLUMNS = 98  # characters of code or printed output in one line of a slide (20px monospace, 1230px)
 FIGURE_WITH_WORDS = 40  # a figure whose code is hidden shares the sub-slide of a text this short
 MAX_LINES = 18  # lines of code, or of code and its printed output, that share a slide with a little text
@@ -424,9 +388,85 @@ def _chunks(source: str) -> list[str]:
     return chunks
 
 
+def _is_figure_piece(piece: nbformat.NotebookNode) -> bool:
+    return FIGURE_TAG in piece.metadata.get("tags", [])
+
+
+def _markdown_on_slide(cell: nbformat.NotebookNode, tags: set[str]) -> list[nbformat.NotebookNode]:
+    """A markdown cell cut to what its slide shows (slide_text) and, when that cut anything, a notes cell with the
+    whole text (less headings and diagrams); with KEEP_TEXT, the cell as it is."""
+    if KEEP_TEXT in tags:
+        return [cell]
+    shown = slide_text(cell.source)
+    if " ".join(shown.split()) == " ".join(cell.source.split()):  # nothing was cut
+        return [cell]
+    notes = _notes_text(cell.source)
+    cell.source = shown
+    return [cell, _notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes")]
+
+
+def _code_pieces(
+    cell: nbformat.NotebookNode, kind: str, tags: set[str], code: str, words_here: int | None
+) -> list[nbformat.NotebookNode]:
+    """A code cell (its source ``code``, nbval's markers taken out) as the cells that go on slides: its code in
+    chunks (_chunks), its printed output with the last chunk, as a fragment after it or on a sub-slide of its own
+    when too long, and each figure on a sub-slide of its own, or under the text before it when that is short
+    (``words_here`` words on the sub-slide so far, None once it shows code or output)."""
+    hide = HIDE_INPUT in tags
+    figures = [o for o in cell.outputs if _is_figure(o)]
+    others = [o for o in cell.outputs if not _is_figure(o)]
+    source, checks = _split_trailing_checks(code) if OUTPUT_FRAGMENT in tags else (code, "")
+    chunks = [] if hide else _chunks(source)
+    pieces = [_piece(cell, f"in{j}", "subslide" if j else kind, chunk, [], hide) for j, chunk in enumerate(chunks)]
+    out_lines = _screen_lines(checks) + _screen_lines(_output_text(others))
+    apart = out_lines and _screen_lines(chunks[-1] if chunks else "") + out_lines > MAX_LINES
+    if others or checks:
+        if apart:  # too long to share the slide with its code: a sub-slide of its own
+            out_kind = "subslide"
+        elif OUTPUT_FRAGMENT in tags:
+            out_kind = "fragment"
+        elif pieces:  # with the code, in the same cell
+            pieces[-1].outputs = others
+            out_kind = None
+        else:
+            out_kind = kind
+        if out_kind:
+            pieces.append(_piece(cell, "out", out_kind, "" if hide else checks, others, hide))
+    for k, figure in enumerate(figures):
+        fig_kind = "subslide"
+        if not pieces and kind in ("slide", "subslide"):  # the cell shows only figures: it starts their slide
+            fig_kind = kind
+        elif not pieces and words_here is not None and words_here <= FIGURE_WITH_WORDS:
+            fig_kind = "-"  # under the short text that introduced it, filling the rest of the slide
+        fig = _piece(cell, f"fig{k}", fig_kind, "", [figure], True)
+        fig.metadata["tags"] = [*fig.metadata.get("tags", []), FIGURE_TAG]
+        pieces.append(fig)
+    return pieces
+
+
+def _captioned(piece: nbformat.NotebookNode, output_caption: str) -> list[nbformat.NotebookNode]:
+    """The piece, after a one-line caption cell when it starts a sub-slide with no words (the rule above
+    CAPTION_TAG): the comment its code opens with, taken out of the code, or for printed output alone
+    ``output_caption``."""
+    if slide_type(piece) not in ("slide", "subslide") or _is_figure_piece(piece):
+        return [piece]
+    caption = ""
+    if piece.source.strip() and not piece.metadata.get("transient", {}).get("remove_source"):  # it shows code
+        comment, rest = _leading_comment(piece.source)
+        if comment:
+            caption, piece.source = _comment_as_markdown(comment), rest
+    elif piece.outputs:  # printed output alone
+        caption = output_caption
+    if not caption:
+        return [piece]
+    caption_cell = _caption_cell(caption, slide_type(piece), f"{piece.id}-caption")
+    piece.metadata["slideshow"] = {"slide_type": "-"}
+    return [caption_cell, piece]
+
+
 def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The copy of nb that becomes the deck (after split_at_sections): explanations cut to the speaker notes,
-    figures on sub-slides of their own, and the cell tags of the module docstring applied."""
+    figures on sub-slides of their own, captions where a sub-slide has no words, and the cell tags applied."""
     nb = split_at_sections(nb)
     cells, intro = [], None  # intro: the full text of the last markdown cell shown, for a figure's notes
     heading = ""  # the text of the last heading shown in this section: a caption when nothing else names an output
@@ -446,76 +486,28 @@ def slides_of(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if kind in ("slide", "subslide"):
             words_here = 0
         if cell.cell_type == "markdown":
-            cells.append(cell)
-            notes = _notes_text(cell.source)
-            intro = notes or intro
+            intro = _notes_text(cell.source) or intro
             headings = [b for b in _blocks(cell.source) if _HEADING.match(b)]
             heading = re.sub(r"^ {0,3}#{1,6}\s+", "", headings[-1]).strip() if headings else heading
-            if KEEP_TEXT not in tags:
-                shown = slide_text(cell.source)
-                if " ".join(shown.split()) != " ".join(cell.source.split()):  # something was cut
-                    cell.source = shown
-                    cells.append(_notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes"))
+            cells += _markdown_on_slide(cell, tags)
             if words_here is not None:
                 words_here += len(cell.source.split())
             continue
         if cell.cell_type != "code":
             cells.append(cell)
             continue
-        hide = HIDE_INPUT in tags
-        figures = [o for o in cell.outputs if _is_figure(o)]
-        others = [o for o in cell.outputs if not _is_figure(o)]
         code = _without_directives(cell.source)
-        source, checks = _split_trailing_checks(code) if OUTPUT_FRAGMENT in tags else (code, "")
         # what names a printed output shown without its code or any text: the comment the cell opens with, else the
         # lead-in sentence of the text before it, else the section's heading
         output_caption = _comment_as_markdown(_leading_comment(code)[0]) or _lead_in(intro or "") or heading
-        chunks = [] if hide else _chunks(source)
-        pieces = [_piece(cell, f"in{j}", "subslide" if j else kind, chunk, [], hide) for j, chunk in enumerate(chunks)]
-        out_lines = _screen_lines(checks) + _screen_lines(_output_text(others))
-        apart = out_lines and _screen_lines(chunks[-1] if chunks else "") + out_lines > MAX_LINES
-        if others or checks:
-            if apart:  # too long to share the slide with its code: a sub-slide of its own
-                out_kind = "subslide"
-            elif OUTPUT_FRAGMENT in tags:
-                out_kind = "fragment"
-            elif pieces:  # with the code, in the same cell
-                pieces[-1].outputs = others
-                out_kind = None
-            else:
-                out_kind = kind
-            if out_kind:
-                pieces.append(_piece(cell, "out", out_kind, "" if hide else checks, others, hide))
-        for k, figure in enumerate(figures):
-            fig_kind = "subslide"
-            if not pieces and kind in ("slide", "subslide"):  # the cell shows only figures: it starts their slide
-                fig_kind = kind
-            elif not pieces and words_here is not None and words_here <= FIGURE_WITH_WORDS:
-                fig_kind = "-"  # under the short text that introduced it, filling the rest of the slide
-            fig = _piece(cell, f"fig{k}", fig_kind, "", [figure], True)
-            fig.metadata["tags"] = [*fig.metadata.get("tags", []), FIGURE_TAG]
-            pieces.append(fig)
-        after_figure = bool(figures)
+        pieces = _code_pieces(cell, kind, tags, code, words_here)
+        after_figure = any(_is_figure_piece(piece) for piece in pieces)
         for piece in pieces:
             starts = slide_type(piece) in ("slide", "subslide")  # a sub-slide, with no text of its own
-            caption = ""
-            if starts and FIGURE_TAG not in piece.metadata.get("tags", []):
-                shows_code = piece.source.strip() and not piece.metadata.get("transient", {}).get("remove_source")
-                if shows_code:  # code that opens with a comment: the comment becomes its caption
-                    comment, rest = _leading_comment(piece.source)
-                    if comment:
-                        caption, piece.source = _comment_as_markdown(comment), rest
-                elif piece.outputs:  # printed output alone
-                    caption = output_caption
-            if caption:
-                cells.append(_caption_cell(caption, slide_type(piece), f"{piece.id}-caption"))
-                piece.metadata["slideshow"] = {"slide_type": "-"}
-            cells.append(piece)
-            words_here = 0 if starts else words_here
-            if FIGURE_TAG not in piece.metadata.get("tags", []):
-                words_here = None
-            if intro and starts:  # a sub-slide without text of its own
+            cells += _captioned(piece, output_caption)
+            if intro and starts:
                 cells.append(_notes_cell(intro, f"{piece.id}-notes"))
+            words_here = (0 if starts else words_here) if _is_figure_piece(piece) else None
     nb.cells = cells
     return nb
 
@@ -533,13 +525,14 @@ def _wrap_code_lines(page: str) -> str:
 
 
 def _link_decks(page: str, notebook: Path, decks: dict[Path, str]) -> str:
-    """Links to a notebook with a deck point to the deck; other relative links become their text."""
+    """Links to a notebook with a deck point to the deck; other links to files of the repository become their text,
+    since the decks travel without the repository."""
 
     def replace(match: re.Match) -> str:
         href, text = match.group(1), match.group(2)
-        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^#", href):  # a web address or an anchor: keep
+        if WEB_ADDRESS.match(href) or href.startswith("#"):  # a web address or an anchor: keep
             return match.group(0)
-        target = (notebook.parent / html.unescape(href).split("#")[0]).resolve()
+        target = linked_file(notebook, html.unescape(href))
         if target in decks:
             return match.group(0).replace(f'href="{href}"', f'href="{decks[target]}"', 1)
         return text
@@ -556,9 +549,9 @@ def _embed_images(page: str, notebook: Path, root: Path) -> tuple[str, list[str]
 
     def replace(match: re.Match) -> str:
         url = html.unescape(match.group(2))
-        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^/|^#", url):
+        source = linked_file(notebook, url)
+        if source is None:
             return match.group(0)
-        source = (notebook.parent / unquote(urlsplit(url).path)).resolve()
         if not (source.is_file() and source.is_relative_to(root)):
             missing.append(url)
             return match.group(0)
@@ -570,7 +563,7 @@ def _embed_images(page: str, notebook: Path, root: Path) -> tuple[str, list[str]
 
 
 def copy_assets(out: Path) -> None:
-    """reveal.js, MathJax 3 and the slide style, into out/ (afresh)."""
+    """reveal.js, MathJax 3 and the slide style (slides_template/slides.css), into out/ (afresh)."""
     dist = _revealjs_dist()
     shutil.rmtree(out / REVEAL_DIR, ignore_errors=True)
     for name in REVEAL_FILES:
@@ -615,21 +608,9 @@ s speaker notes (a second window), Esc leaves the overview or full screen.</p>
 """
 
 
-def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
-    """Write one deck per notebook with slide metadata, out/index.html and the assets they load. ``site``: the
-    relative URL of the HTML site (course/publish/site.py builds the decks into its slides/ folder with "../"), for
-    links from the index back to each notebook's page."""
-    notebooks = deck_notebooks(root)
-    if not notebooks:
-        raise SystemExit(f"no notebook under {root / 'notebooks'} has slide metadata")
-    out.mkdir(parents=True, exist_ok=True)
-    copy_assets(out)
-    decks = {path.resolve(): deck_name(path) for path in notebooks}
-    for stale in out.glob("*.slides.html"):  # the deck of a notebook that is gone or lost its metadata
-        if stale.name not in decks.values():
-            stale.unlink()
-
-    exporter = SlidesExporter(
+def _exporter() -> SlidesExporter:
+    """nbconvert's reveal.js exporter with the series' template (slides_template/deck.html.j2)."""
+    return SlidesExporter(
         # each code line in its own span, for the hanging indent of wrapped lines (_wrap_code_lines)
         config=Config({"Highlight2HTML": {"extra_formatter_options": {"linespans": "L"}}}),
         extra_loaders=[FileSystemLoader(str(TEMPLATE_DIR))],
@@ -641,27 +622,46 @@ def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
         exclude_input_prompt=True,
         exclude_output_prompt=True,
     )
+
+
+def _deck(exporter: SlidesExporter, path: Path, root: Path, decks: dict[Path, str]) -> tuple[str, str]:
+    """(the title, the deck's HTML) of the notebook at path; decks: the deck of each notebook that has one."""
+    nb = nbformat.read(path, as_version=4)
+    unknown = {t for c in nb.cells if (t := slide_type(c)) and t not in SLIDE_TYPES}
+    if unknown:
+        raise SystemExit(f"{path.relative_to(root)}: unknown slide types {sorted(unknown)}")
+    title = notebook_title(nb, path.stem)
+    resources = {
+        "metadata": {"name": title, "path": str(path.parent)},
+        "deck": {"mathjax": mathjax_head(), "css": "slides.css"},
+    }
+    page, _ = exporter.from_notebook_node(slides_of(nb), resources=resources)
+    page = _wrap_code_lines(_link_decks(page, path.resolve(), decks))
+    # The speaker view copies the notes' HTML into its own window, without MathJax's styles and glyph
+    # cache, so typeset math would come out garbled there: notes keep their TeX source ($d_k$) instead.
+    page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')
+    page, missing = _embed_images(page, path.resolve(), root.resolve())
+    warn_missing(path.relative_to(root), "shows", missing)
+    return title, page
+
+
+def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
+    """Write one deck per notebook with slide metadata, out/index.html and the assets they load. ``site``: the
+    relative URL of the HTML site (site.py builds the decks into its slides/ folder with "../"), for links from the
+    index back to each notebook's page."""
+    notebooks = deck_notebooks(root)
+    if not notebooks:
+        raise SystemExit(f"no notebook under {root / 'notebooks'} has slide metadata")
+    out.mkdir(parents=True, exist_ok=True)
+    copy_assets(out)
+    decks = {path.resolve(): deck_name(path) for path in notebooks}
+    for stale in out.glob("*.slides.html"):  # the deck of a notebook that is gone or lost its metadata
+        if stale.name not in decks.values():
+            stale.unlink()
+    exporter = _exporter()
     targets, items = [], []
     for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        unknown = {t for c in nb.cells if (t := slide_type(c)) and t not in SLIDE_TYPES}
-        if unknown:
-            raise SystemExit(f"{path.relative_to(root)}: unknown slide types {sorted(unknown)}")
-        title = notebook_title(nb, path.stem)
-        resources = {
-            "metadata": {"name": title, "path": str(path.parent)},
-            "deck": {"mathjax": MATHJAX_HEAD.replace("{prefix}", ""), "css": "slides.css"},
-        }
-        page, _ = exporter.from_notebook_node(slides_of(nb), resources=resources)
-        page = _wrap_code_lines(_link_decks(page, path.resolve(), decks))
-        # The speaker view copies the notes' HTML into its own window, without MathJax's styles and glyph
-        # cache, so typeset math would come out garbled there: notes keep their TeX source ($d_k$) instead.
-        page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')
-        page, missing = _embed_images(page, path.resolve(), root.resolve())
-        for url in missing:
-            print(
-                f"warning: {path.relative_to(root)} shows {url}, which is not a file in the repository", file=sys.stderr
-            )
+        title, page = _deck(exporter, path, root, decks)
         target = out / deck_name(path)
         target.write_text(page, encoding="utf-8")
         targets.append(target)
@@ -680,15 +680,9 @@ def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
     return targets
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    decks = build(args.out.resolve())
-    print(f"{len(decks)} decks and index.html in {args.out} ({time.perf_counter() - start:.1f} s)")
-    print(f"open {(args.out / 'index.html').resolve().as_uri()}")
+def main(argv: list[str] | None = None) -> None:
+    run_command(build, "decks", DEFAULT_OUT, __doc__, argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

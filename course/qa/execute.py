@@ -13,6 +13,7 @@ look at `git diff --stat notebooks/` and run `pytest`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -87,7 +88,9 @@ def main(argv: list[str]) -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    paths = [Path(a).resolve() for a in argv] or sorted(
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="notebook paths (default: every notebook)")
+    paths = [Path(a).resolve() for a in parser.parse_args(argv).notebooks] or sorted(
         p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
     )
     for path in paths:

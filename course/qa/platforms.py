@@ -131,11 +131,12 @@ def run_execute(path: str, offset: int, threads: int) -> tuple[bool, str, float]
         # The kernel starts in the notebook's folder, so the repository's conftest.py is never imported;
         # the environment alone sets the threads.
         proc = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "_execute", path, str(offset), str(threads)],
+            [sys.executable, "-m", "course.qa.platforms", "_execute", path, str(offset), str(threads)],
             cwd=tmp,
             env=kernel_env(threads),
             capture_output=True,
             text=True,
+            encoding="utf-8",
         )
     seconds = time.perf_counter() - start
     ok = proc.returncode == 0
@@ -155,6 +156,7 @@ def nbval(paths: list[str], extra: dict[str, str]) -> tuple[bool, str, float]:
         env=env,
         capture_output=True,
         text=True,
+        encoding="utf-8",
     )
     seconds = time.perf_counter() - start
     lines = (proc.stdout + proc.stderr).strip().splitlines()

@@ -14,17 +14,9 @@ from torch import nn
 from helpers.attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from helpers.masks import causal_mask, padding_mask
 from helpers.reference import torch_multihead_attention
+from tests.support import random_mask
 
 ATOL = 1e-5
-
-
-def random_mask(shape, generator, *, keep_one_per_row: bool) -> torch.Tensor:
-    mask = torch.rand(shape, generator=generator) < 0.6
-    if keep_one_per_row:
-        # Guarantee an allowed key in every row (PyTorch returns NaN otherwise).
-        first = torch.randint(shape[-1], shape[:-1], generator=generator)
-        mask.scatter_(-1, first.unsqueeze(-1), True)
-    return mask
 
 
 # --- scaled_dot_product_attention -----------------------------------------------------------
@@ -45,7 +37,7 @@ def test_sdpa_equals_pytorch(batch, n, m, d_k, d_v, use_mask, seed):
     q = torch.randn(*batch, n, d_k, generator=g)
     k = torch.randn(*batch, m, d_k, generator=g)
     v = torch.randn(*batch, m, d_v, generator=g)
-    mask = random_mask((*batch, n, m), g, keep_one_per_row=True) if use_mask else None
+    mask = random_mask((*batch, n, m), g, density=0.6, keep_one_per_row=True) if use_mask else None
 
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -74,7 +66,7 @@ def test_sdpa_never_nan_for_any_mask(n, m, seed):
     q = torch.randn(2, n, 4, generator=g, requires_grad=True)
     k = torch.randn(2, m, 4, generator=g, requires_grad=True)
     v = torch.randn(2, m, 3, generator=g, requires_grad=True)
-    mask = random_mask((2, n, m), g, keep_one_per_row=False)
+    mask = random_mask((2, n, m), g, density=0.6, keep_one_per_row=False)
 
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     assert torch.isfinite(out).all() and torch.isfinite(weights).all()
@@ -113,7 +105,7 @@ def test_fully_masked_row_makes_no_nan_even_inside_autograd():
     q = torch.randn(2, 3, 4, generator=g, requires_grad=True)
     k = torch.randn(2, 5, 4, generator=g, requires_grad=True)
     v = torch.randn(2, 5, 4, generator=g, requires_grad=True)
-    mask = random_mask((2, 3, 5), g, keep_one_per_row=True)
+    mask = random_mask((2, 3, 5), g, density=0.6, keep_one_per_row=True)
     mask[1, 2] = False
     with torch.autograd.detect_anomaly(check_nan=True):
         out, weights = scaled_dot_product_attention(q, k, v, mask)
@@ -204,7 +196,7 @@ def test_mha_equals_torch_with_gradients(B, n, m, heads_and_dk, self_attention, 
         mask = causal_mask(n)
         ref_kwargs = {"attn_mask": ~mask}
     elif mask_kind == "random":
-        mask = random_mask((B, n, m), g, keep_one_per_row=True)
+        mask = random_mask((B, n, m), g, density=0.6, keep_one_per_row=True)
         ref_kwargs = {"attn_mask": (~mask).repeat_interleave(h, dim=0)}  # PyTorch wants (B*h, n, m)
     else:
         mask, ref_kwargs = None, {}
@@ -377,7 +369,7 @@ def test_sdpa_low_precision_with_a_fully_masked_row(dtype):
     """Filling with finfo(dtype).min, not a fixed -1e9 (which overflows float16), works in low precision."""
     g = torch.Generator().manual_seed(5)
     q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)
-    mask = random_mask((2, 3, 5), g, keep_one_per_row=True)
+    mask = random_mask((2, 3, 5), g, density=0.6, keep_one_per_row=True)
     mask[0, 1] = False  # one query with no allowed key
     expected_out, expected_weights = scaled_dot_product_attention(q, k, v, mask)
     q_low, k_low, v_low = (t.to(dtype).requires_grad_() for t in (q, k, v))

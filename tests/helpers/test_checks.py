@@ -34,6 +34,9 @@ def test_positive_and_non_negative_return_the_value():
 def test_shape_text():
     assert shape_text(torch.zeros(2, 3, dtype=torch.long)) == "torch.int64 of shape (2, 3)"
     assert shape_text([1, 2]) == "list"
+    assert shape_text(torch.zeros(2, 1, 5), dtype=False) == "(2, 1, 5)"  # the form notebook 08's stored error shows
+    assert shape_text(torch.zeros(4), dtype=False) == "(4,)"
+    assert shape_text(None, dtype=False) == "NoneType"
 
 
 # Every public function that takes a count refuses True the same way (True == 1 would otherwise slip through).

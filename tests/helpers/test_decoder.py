@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from helpers.attention import scaled_dot_product_attention
 from helpers.decoder import Decoder, DecoderBlock
 from helpers.masks import causal_mask, padding_mask
 from helpers.reference import torch_decoder, torch_decoder_layer, torch_multihead_attention
-from helpers.transformer import shift_right
 
 D_MODEL, HEADS, D_FF = 16, 4, 32
 
@@ -247,52 +243,6 @@ def test_reference_copies_mode_and_refuses_general_widths():
         torch_multihead_attention(odd.self_attn)
 
 
-# --- notebook 09's inline code equals helpers (its cells tagged inline-definition) -------------
-
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "09_the_whole_transformer.ipynb"
-
-
-def _inline_namespace() -> dict:
-    nb = json.loads(NOTEBOOK.read_text())
-    namespace: dict = {}
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "inline-definition" in cell.get("metadata", {}).get("tags", []):
-            exec(compile("".join(cell["source"]), f"{NOTEBOOK.name}:inline-definition", "exec"), namespace)
-    return namespace
-
-
-@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook 09 not written yet")
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_09_inline_decoder_block_equals_helpers(norm_first):
-    ns = _inline_namespace()
-    torch.manual_seed(8)
-    ours = DecoderBlock(D_MODEL, HEADS, D_FF, norm_first=norm_first)
-    _randomise_norms(ours, seed=8)
-    inline = ns["InlineDecoderBlock"](D_MODEL, HEADS, D_FF, norm_first=norm_first)
-    inline.load_state_dict(ours.state_dict())  # same names: self_attn, cross_attn, feed_forward, norm1..3
-    x, memory = _inputs(10)
-    args = (x, memory, causal_mask(5), padding_mask([7, 4]))
-    for got, want in zip(inline(*args), ours(*args), strict=True):
-        torch.testing.assert_close(got, want)
-    targets = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
-    assert ns["shift_right"](targets, 1).tolist() == [[1, 5, 6, 7], [1, 8, 9, 2]]
-    assert torch.equal(ns["shift_right"](targets, 3), shift_right(targets, 3))
-
-
-@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook 09 not written yet")
-def test_09_inline_cross_attention_equals_helpers():
-    ns = _inline_namespace()
-    x, memory = _inputs(11)
-    g = torch.Generator().manual_seed(11)
-    w_q, w_k, w_v = (torch.randn(D_MODEL, 6, generator=g) for _ in range(3))
-    mask = padding_mask([7, 3])
-    out, weights = ns["cross_attention"](x, memory, mask, w_q, w_k, w_v)
-    ref_out, ref_weights = scaled_dot_product_attention(x @ w_q, memory @ w_k, memory @ w_v, mask)
-    torch.testing.assert_close(out, ref_out)
-    torch.testing.assert_close(weights, ref_weights)
-    assert weights.shape == (2, 5, 7)
-
-
 class _Scale(nn.Module):
     """A deterministic stand-in for dropout: multiplies by a constant, so its place in the block shows."""
 
@@ -326,3 +276,66 @@ def test_residual_dropout_sits_on_each_sub_layers_output(norm_first):
         expected = n3(y + c * ff(y))
     block.dropout1, block.dropout2, block.dropout3 = _Scale(a), _Scale(b), _Scale(c)
     torch.testing.assert_close(block(x, memory, self_mask, src_mask)[0], expected)
+
+
+# --- activation and eps, as EncoderBlock has them ----------------------------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_gelu_block_with_small_eps_equals_torch(norm_first):
+    torch.manual_seed(8)
+    block = DecoderBlock(8, 2, 12, norm_first=norm_first, activation="gelu", eps=1e-6)
+    _randomise_norms(block, 3)
+    assert block.norm1.eps == block.norm2.eps == block.norm3.eps == 1e-6
+    ref = nn.TransformerDecoderLayer(
+        8, 2, 12, dropout=0.0, activation="gelu", layer_norm_eps=1e-6, batch_first=True, norm_first=norm_first
+    )
+    ref.load_state_dict(torch_decoder_layer(block).state_dict())
+    g = torch.Generator().manual_seed(4)
+    x, memory = torch.randn(2, 5, 8, generator=g), torch.randn(2, 7, 8, generator=g)
+    self_mask, src_mask = causal_mask(5), padding_mask([7, 4])
+    out, _, _ = block(x, memory, self_mask, src_mask)
+    want = ref(x, memory, tgt_mask=~self_mask, memory_key_padding_mask=~src_mask[:, 0, :])
+    torch.testing.assert_close(out, want, atol=1e-5, rtol=1e-4)
+    # Not a coincidence of the inputs: ReLU gives something else.
+    relu = DecoderBlock(8, 2, 12, norm_first=norm_first, eps=1e-6)
+    relu.load_state_dict(block.state_dict())
+    assert not torch.allclose(relu(x, memory, self_mask, src_mask)[0], out, atol=1e-3)
+
+
+def test_decoder_passes_activation_and_eps_to_every_layer():
+    dec = Decoder(3, 8, 2, 12, norm_first=True, activation="gelu", eps=1e-6)
+    assert all(layer.feed_forward.activation == "gelu" for layer in dec.layers)
+    norms = [m for m in dec.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == 3 * 3 + 1 and all(norm.eps == 1e-6 for norm in norms)
+    default = Decoder(2, 8, 2, 12)
+    assert all(layer.feed_forward.activation == "relu" and layer.norm3.eps == 1e-5 for layer in default.layers)
+    assert torch_decoder(dec).norm.eps == 1e-6
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: DecoderBlock(8, 2, 16, activation="GELU"), r"activation must be one of \['gelu', 'relu'\].*'GELU'"),
+        (lambda: Decoder(2, 8, 2, 16, activation=None), r"activation.*None"),
+        (lambda: DecoderBlock(8, 2, 16, eps=0), r"eps.*finite number > 0, got 0"),
+        (lambda: Decoder(2, 8, 2, 16, eps=-1e-5), r"eps.*got -1e-05"),
+        (lambda: DecoderBlock(8, 2, 16, eps=float("nan")), r"eps.*nan"),
+        (lambda: DecoderBlock(8, 2, 16, eps=True), r"eps.*True"),
+        (lambda: DecoderBlock(8, 2, 16, eps="1e-6"), r"eps.*'1e-6'"),
+    ],
+)
+def test_decoder_bad_activation_or_eps(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_torch_decoder_layer_carries_activation_and_eps():
+    torch.manual_seed(9)
+    block = DecoderBlock(8, 2, 12, activation="gelu", eps=1e-6).eval()
+    _randomise_norms(block, 4)
+    ref = torch_decoder_layer(block)
+    assert ref.norm1.eps == ref.norm2.eps == ref.norm3.eps == 1e-6 and ref.activation is F.gelu
+    g = torch.Generator().manual_seed(5)
+    x, memory = torch.randn(2, 5, 8, generator=g), torch.randn(2, 7, 8, generator=g)
+    torch.testing.assert_close(block(x, memory)[0], ref(x, memory), atol=1e-5, rtol=1e-4)

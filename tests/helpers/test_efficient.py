@@ -29,18 +29,11 @@ from helpers.efficient import (
 from helpers.encoder import PositionalEncoding
 from helpers.masks import causal_mask, padding_mask
 from helpers.transformer import Transformer
+from tests.support import random_mask
 
 ATOL = 1e-5
 BOS, EOS = 1, 2
 INF = math.inf
-
-
-def random_mask(shape, generator, *, keep_one_per_row: bool) -> torch.Tensor:
-    mask = torch.rand(shape, generator=generator) < 0.5
-    if keep_one_per_row:  # F.scaled_dot_product_attention gives NaN on a row with no allowed key
-        first = torch.randint(shape[-1], shape[:-1], generator=generator)
-        mask.scatter_(-1, first.unsqueeze(-1), True)
-    return mask
 
 
 # --- the online softmax ----------------------------------------------------------------------------------------
@@ -154,9 +147,9 @@ def test_tiled_attention_equals_pytorch(data, batch, n, m, d_k, d_v, block, mask
     batch = list(torch.broadcast_shapes(q_batch, k_batch, v_batch))  # some sizes may have become 1 everywhere
     mask = {
         "none": lambda: None,
-        "(n, m)": lambda: random_mask((n, m), g, keep_one_per_row=True),
-        "(B, 1, m)": lambda: random_mask((*batch, 1, m), g, keep_one_per_row=True),
-        "(B, h, n, m)": lambda: random_mask((*batch, n, m), g, keep_one_per_row=True),
+        "(n, m)": lambda: random_mask((n, m), g, density=0.5, keep_one_per_row=True),
+        "(B, 1, m)": lambda: random_mask((*batch, 1, m), g, density=0.5, keep_one_per_row=True),
+        "(B, h, n, m)": lambda: random_mask((*batch, n, m), g, density=0.5, keep_one_per_row=True),
     }[mask_kind]()
 
     out = tiled_attention(q, k, v, mask=mask, block_size=block)
@@ -180,7 +173,7 @@ def test_tiled_attention_fully_masked_rows_give_zeros(block):
     """A query with no allowed key gets a zero output, as in helpers.attention, and never NaN."""
     g = torch.Generator().manual_seed(block)
     q, k, v = torch.randn(2, 6, 3, generator=g), torch.randn(2, 7, 3, generator=g), torch.randn(2, 7, 5, generator=g)
-    mask = random_mask((2, 6, 7), g, keep_one_per_row=True)
+    mask = random_mask((2, 6, 7), g, density=0.5, keep_one_per_row=True)
     mask[0, 1] = False
     mask[1, 4] = False
     mask[1, 5, :-1] = False  # only the last key, which sits alone in the last block for some block sizes
@@ -196,7 +189,7 @@ def test_tiled_attention_gradients_equal_eq1s(block, use_mask):
     shapes = [(2, 5, 4), (2, 7, 4), (2, 7, 3)]
     ours = [torch.randn(s, generator=g, dtype=torch.float32).requires_grad_() for s in shapes]
     theirs = [t.detach().clone().requires_grad_() for t in ours]
-    mask = random_mask((2, 5, 7), g, keep_one_per_row=True) if use_mask else None
+    mask = random_mask((2, 5, 7), g, density=0.5, keep_one_per_row=True) if use_mask else None
     if mask is not None:
         mask[1, 2] = False  # a fully masked row: zero gradients there, not NaN
     upstream = torch.randn(2, 5, 3, generator=g)
@@ -399,8 +392,8 @@ def test_gqa_equals_enable_gqa(h, g, d_k, d_v, mask_kind):
         length = key.shape[1]
         mask = {
             "none": None,
-            "(B, n, m)": random_mask((B, n, length), gen, keep_one_per_row=True),
-            "(B, h, n, m)": random_mask((B, h, n, length), gen, keep_one_per_row=True),
+            "(B, n, m)": random_mask((B, n, length), gen, density=0.5, keep_one_per_row=True),
+            "(B, h, n, m)": random_mask((B, h, n, length), gen, density=0.5, keep_one_per_row=True),
         }[mask_kind]
         sdpa_mask = None if mask is None else (mask if mask.dim() == 4 else mask[:, None])
         q, k, v = _heads_by_hand(mha, x, key, key)

@@ -392,3 +392,13 @@ def test_encoder_passes_activation_and_eps_to_every_layer():
 def test_bad_activation_or_eps(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_torch_encoder_layer_carries_activation_and_eps():
+    torch.manual_seed(9)
+    block = EncoderBlock(8, 2, 12, activation="gelu", eps=1e-6).eval()
+    _randomise_norms(block, 4)
+    ref = torch_encoder_layer(block)
+    assert ref.norm1.eps == ref.norm2.eps == 1e-6 and ref.activation is F.gelu
+    x = torch.randn(2, 5, 8)
+    torch.testing.assert_close(block(x)[0], ref(x), atol=1e-5, rtol=1e-4)

@@ -435,3 +435,21 @@ def test_next_token_accuracy_is_what_predictable_accuracy_reports():
     assert next_token_accuracy(out, tokens, periods).item() == predictable_accuracy(model, tokens, periods)
     with pytest.raises(ValueError, match=r"logits must have shape \(B, n, V\) = \(16, 12, V\)"):
         next_token_accuracy(out[:, :-1], tokens, periods)
+
+
+def test_a_head_mask_removes_the_head_from_every_path_it_is_combined_with():
+    """head_mask with a path mask: the ablated head is gone from what keys, queries and values read as well, so
+    ``head_mask=H, key_head_mask=K`` equals masking every path by hand with ``H`` (keys with ``H * K``), over
+    seeds 0-9; the head that K keeps and H removes shows it."""
+    H = torch.ones(2, 4, dtype=torch.bool)
+    H[0, 1] = False  # layer 0, head 1: removed everywhere
+    K = torch.ones(2, 4, dtype=torch.bool)
+    K[0, 2] = False  # layer 0, head 2: removed from layer 1's keys only
+    for seed in range(10):
+        model = _model(seed=seed)
+        tokens = torch.randint(0, 11, (3, 8), generator=_gen(seed))
+        with torch.no_grad():
+            combined, combined_w = model(tokens, head_mask=H, key_head_mask=K)
+            by_hand, by_hand_w = model(tokens, head_mask=H, key_head_mask=H & K, query_head_mask=H, value_head_mask=H)
+        torch.testing.assert_close(combined, by_hand)
+        torch.testing.assert_close(combined_w[1], by_hand_w[1])

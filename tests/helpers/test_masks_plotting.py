@@ -268,3 +268,48 @@ def test_long_sequences_get_every_kth_label_in_a_small_panel():
     assert [t.get_text() for t in short.axes[0].get_yticklabels()] == labels[:12]
     assert [t.get_text() for t in short.axes[0].get_xticklabels()] == labels[:12]
     plt.close(short)
+
+
+def test_the_heatmap_puts_queries_down_and_keys_across():
+    """Cell (i, j) of the image is weight[i, j]: n = 3 rows of queries, m = 5 columns of keys (n != m, so a
+    transposed drawing shows), over seeds 0-9."""
+    for seed in range(10):
+        g = torch.Generator().manual_seed(seed)
+        weights = torch.softmax(torch.randn(3, 5, generator=g), dim=-1)
+        ax = plot_attention(weights).axes[0]
+        image = ax.images[0]
+        np.testing.assert_array_equal(np.asarray(image.get_array()), weights.numpy())
+        assert image.get_extent() == [-0.5, 4.5, 2.5, -0.5]  # columns 0..m-1 across, rows 0..n-1 down
+        plt.close("all")
+
+
+def _luminance(rgb) -> float:
+    """Relative luminance (WCAG 2): sRGB channels linearised, then weighted."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_each_annotation_reads_against_its_cell():
+    """Every written weight contrasts with the colour of its cell by a ratio of at least 3 (WCAG 2's bound for
+    large text); a dark cell gets light text and a light one dark text, over seeds 0-9 and with vmax=None."""
+    for seed, vmax in itertools.product(range(10), (1.0, None)):
+        g = torch.Generator().manual_seed(seed)
+        weights = torch.softmax(3 * torch.randn(4, 4, generator=g), dim=-1)
+        ax = plot_attention(weights, annotate=True, vmax=vmax).axes[0]
+        image = ax.images[0]
+        assert len(ax.texts) == 16
+        for text in ax.texts:
+            j, i = (round(c) for c in text.get_position())
+            cell = _luminance(image.cmap(image.norm(float(weights[i, j]))))
+            ink = _luminance(matplotlib.colors.to_rgb(text.get_color()))
+            ratio = (max(cell, ink) + 0.05) / (min(cell, ink) + 0.05)
+            assert ratio >= 3, (seed, vmax, i, j, text.get_text(), text.get_color())
+        plt.close("all")
+
+
+def test_one_heatmap_names_its_rows_queries_and_its_columns_keys():
+    weights = torch.softmax(torch.randn(2, 3, generator=torch.Generator().manual_seed(0)), dim=-1)
+    ax = plot_attention(weights, ["a", "b"], ["x", "y", "z"]).axes[0]
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("queries", "keys")
+    ax = plot_attention(weights).axes[0]
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("query position $i$", "key position $j$")

@@ -21,11 +21,7 @@ from helpers.modern import (
     sliding_window_mask,
     train_decoder_lm,
 )
-
-
-def _gen(seed=0):
-    return torch.Generator().manual_seed(seed)
-
+from tests.support import generator
 
 # FlexAttention without torch.compile warns that it runs unfused: on the CPU, eagerly, that is what we test.
 pytestmark = pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
@@ -36,7 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:flex_attention called without to
 
 @pytest.mark.parametrize("eps", [1e-6, 1e-5])
 def test_rms_norm_equals_torch(eps):
-    g = _gen()
+    g = generator()
     ours, theirs = RMSNorm(24, eps=eps), nn.RMSNorm(24, eps=eps)
     with torch.no_grad():
         ours.weight.copy_(torch.randn(24, generator=g))
@@ -48,7 +44,7 @@ def test_rms_norm_equals_torch(eps):
 
 def test_rms_norm_is_not_layer_norm():
     """It keeps the mean: a constant shift of the input is not removed, as LayerNorm would remove it."""
-    x = torch.randn(4, 16, generator=_gen()) + 3.0
+    x = torch.randn(4, 16, generator=generator()) + 3.0
     out = RMSNorm(16)(x)
     torch.testing.assert_close(out.pow(2).mean(-1), torch.ones(4), atol=1e-4, rtol=0)
     assert out.mean(-1).abs().min() > 0.5
@@ -65,7 +61,7 @@ def _half_from_interleaved(d):
 @pytest.mark.parametrize("interleaved", [True, False])
 @pytest.mark.parametrize("seed", range(4))
 def test_rotary_scores_depend_only_on_the_offset(interleaved, seed):
-    g = _gen(seed)
+    g = generator(seed)
     d = 2 * int(torch.randint(1, 17, (1,), generator=g))
     q, k = torch.randn(2, d, generator=g, dtype=torch.float64).unbind(0)
     a, b, shift = (int(v) for v in torch.randint(0, 300, (3,), generator=g))
@@ -82,7 +78,7 @@ def test_rotary_scores_depend_only_on_the_offset(interleaved, seed):
 
 @pytest.mark.parametrize("interleaved", [True, False])
 def test_rotary_keeps_norms_and_position_zero(interleaved):
-    x = torch.randn(2, 3, 10, 8, generator=_gen())
+    x = torch.randn(2, 3, 10, 8, generator=generator())
     y = apply_rotary(x, interleaved=interleaved)
     assert y.shape == x.shape and y.dtype == x.dtype
     torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
@@ -92,7 +88,7 @@ def test_rotary_keeps_norms_and_position_zero(interleaved):
 
 def test_interleaved_and_half_split_are_one_rotation_up_to_a_permutation():
     d = 12
-    x = torch.randn(7, d, generator=_gen())
+    x = torch.randn(7, d, generator=generator())
     perm = _half_from_interleaved(d)
     inter = apply_rotary(x)
     half = apply_rotary(x[:, perm], interleaved=False)
@@ -102,7 +98,7 @@ def test_interleaved_and_half_split_are_one_rotation_up_to_a_permutation():
 
 def test_rotary_is_multiplication_by_complex_exponentials():
     d, n, base = 16, 9, 10000.0
-    x = torch.randn(n, d, generator=_gen(), dtype=torch.float64)
+    x = torch.randn(n, d, generator=generator(), dtype=torch.float64)
     theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     z = torch.view_as_complex(x.reshape(n, d // 2, 2).contiguous())  # pair (2i, 2i+1) -> x_2i + i x_2i+1
     rotated = z * torch.polar(torch.ones(n, d // 2, dtype=torch.float64), torch.arange(n)[:, None] * theta)
@@ -110,7 +106,7 @@ def test_rotary_is_multiplication_by_complex_exponentials():
 
 
 def test_rotary_positions_argument():
-    x = torch.randn(5, 4, generator=_gen())
+    x = torch.randn(5, 4, generator=generator())
     torch.testing.assert_close(apply_rotary(x, torch.arange(5)), apply_rotary(x))
     shifted = apply_rotary(x, torch.arange(3, 8))
     assert not torch.allclose(shifted, apply_rotary(x))
@@ -170,7 +166,7 @@ def test_alibi_bias_values_and_the_cache_layout():
 
 
 def _qkv(h=4, n=24, d=16, seed=0):
-    return torch.randn(3, 1, h, n, d, generator=_gen(seed)).unbind(0)
+    return torch.randn(3, 1, h, n, d, generator=generator(seed)).unbind(0)
 
 
 def test_alibi_equals_flex_attention_and_sdpa_with_a_bias():
@@ -223,7 +219,7 @@ def test_sliding_window_equals_flex_attention_and_sdpa():
 
 def test_swiglu_formula_and_no_biases():
     ffn = SwiGLU(8, 20)
-    x = torch.randn(3, 8, generator=_gen())
+    x = torch.randn(3, 8, generator=generator())
     w1, w2, w3 = ffn.w1.weight, ffn.w2.weight, ffn.w3.weight
     torch.testing.assert_close(ffn(x), (F.silu(x @ w1.T) * (x @ w3.T)) @ w2.T)
     assert all(name.endswith("weight") for name, _ in ffn.named_parameters())
@@ -258,7 +254,7 @@ SETTINGS = [
 def test_decoder_lm_is_causal_and_returns_its_weights(settings):
     torch.manual_seed(0)
     model = DecoderLM(11, 16, 4, 2, 32, max_len=20, **settings).eval()
-    tokens = torch.randint(0, 11, (2, 9), generator=_gen())
+    tokens = torch.randint(0, 11, (2, 9), generator=generator())
     logits, weights = model(tokens)
     assert logits.shape == (2, 9, 11) and len(weights) == 2
     window = settings.get("window") or 9
@@ -313,8 +309,8 @@ def test_decoder_lm_equals_its_parts_composed_by_hand(settings):
     model = DecoderLM(11, 16, 4, 2, 32, max_len=20, **{"num_kv_heads": 2, **settings}).eval()
     for module in model.modules():  # norms away from their initial ones, so a norm left out shows
         if isinstance(module, (RMSNorm, nn.LayerNorm)):
-            nn.init.uniform_(module.weight, 0.5, 1.5, generator=_gen(2))
-    tokens = torch.randint(0, 11, (2, 9), generator=_gen())
+            nn.init.uniform_(module.weight, 0.5, 1.5, generator=generator(2))
+    tokens = torch.randint(0, 11, (2, 9), generator=generator())
     with torch.no_grad():
         torch.testing.assert_close(model(tokens)[0], _decoder_lm_from_its_parts(model, tokens), rtol=1e-5, atol=1e-5)
 
@@ -373,7 +369,7 @@ def test_decoder_lm_bad_tokens():
 def test_decoder_lm_trains_without_nan():
     torch.manual_seed(0)
     model = DecoderLM(7, 16, 4, 2, 32, norm="rms", ffn="swiglu", positions="rope", num_kv_heads=2)
-    tokens = torch.randint(0, 7, (4, 10), generator=_gen())
+    tokens = torch.randint(0, 7, (4, 10), generator=generator())
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     first = None
     for _ in range(30):
@@ -438,7 +434,7 @@ def test_accuracy_by_position_counts_only_predictable_queries():
     def wrong(tokens):  # never the repeated next token
         return F.one_hot((tokens + 1) % 9, 9).float(), []
 
-    tokens, periods = repeated_sequences(6, 20, 9, 3, 7, _gen())
+    tokens, periods = repeated_sequences(6, 20, 9, 3, 7, generator())
     accuracy, counted = accuracy_by_position(oracle, tokens, periods)
     assert accuracy.shape == counted.shape == (19,)
     expected_counts = (torch.arange(19)[None, :] >= periods[:, None]).sum(0)
@@ -460,34 +456,3 @@ def test_accuracy_by_position_bad_input():
         with pytest.raises(ValueError) as e:
             accuracy_by_position(model, *args)
         assert words in str(e.value)
-
-
-# Notebook 14's inline cells (tagged inline-definition) equal helpers.modern ---------------------------------------
-
-
-def _inline_namespace():
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "notebooks" / "14_modern_attention_blocks.ipynb"
-    namespace: dict = {}
-    for cell in json.loads(path.read_text())["cells"]:
-        if cell["cell_type"] == "code" and "inline-definition" in cell["metadata"].get("tags", []):
-            exec(compile("".join(cell["source"]), f"{path.name}:inline-definition", "exec"), namespace)
-    return namespace
-
-
-def test_notebook_14_inline_code_equals_helpers():
-    ns = _inline_namespace()
-    g = _gen(14)
-    x, weight = torch.randn(3, 7, 12, generator=g), torch.randn(12, generator=g)
-    norm = RMSNorm(12)
-    with torch.no_grad():
-        norm.weight.copy_(weight)
-    torch.testing.assert_close(ns["rms_norm"](x, weight), norm(x))
-    torch.testing.assert_close(ns["rotary"](x), apply_rotary(x))
-    torch.testing.assert_close(ns["rotary"](x, base=500.0), apply_rotary(x, base=500.0))
-    for h in range(1, 40):
-        torch.testing.assert_close(ns["slopes"](h), alibi_slopes(h))
-    ffn = SwiGLU(12, 20)
-    torch.testing.assert_close(ns["swiglu"](x, ffn.w1.weight, ffn.w3.weight, ffn.w2.weight), ffn(x))

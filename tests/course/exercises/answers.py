@@ -80,26 +80,26 @@ def pe_column_j_loop(max_len, d_model):  # the student review's loop: j the colu
     return pe
 
 
-def _finite(t):
+def finite_or_zero(t):
     return torch.where(torch.isinf(t), torch.zeros_like(t), t)
 
 
-def _step(m, block):
+def running_max_step(m, block):
     new_max = torch.maximum(m, block.amax(-1))
-    return new_max, _finite(new_max)
+    return new_max, finite_or_zero(new_max)
 
 
 def inverted(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     return new_max, s * torch.exp(new_max - m) + torch.exp(block - shift[:, None]).sum(-1)
 
 
-def _joined(k, v, cache_k, cache_v):
+def joined_cache(k, v, cache_k, cache_v):
     return torch.cat([cache_k, k], dim=2), torch.cat([cache_v, v], dim=2)
 
 
 def no_mask(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     return F.scaled_dot_product_attention(q, keys, values), keys, values
 
 

@@ -9,5 +9,7 @@ from course import exercises as ex
 
 
 @pytest.fixture
-def short_time_limit(monkeypatch):
-    monkeypatch.setattr(ex, "TIME_LIMIT_S", 0.3)
+def short_time_limit():
+    previous = ex.set_time_limit(0.3)
+    yield
+    ex.set_time_limit(previous)

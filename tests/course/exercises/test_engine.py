@@ -14,8 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course import exercises as ex
-from course.exercises import engine as _core
-from course.exercises import nb09, nb10, nb11
+from course.exercises import engine, nb09, nb10, nb11
 from helpers.attention import MultiHeadAttention, scaled_dot_product_attention
 from helpers.efficient import online_softmax_update
 from helpers.masks import causal_mask
@@ -142,8 +141,8 @@ SOLUTIONS = {
 
 
 def test_every_checked_exercise_has_hints_in_three_tiers():
-    assert sorted(_core._HINTS) == sorted(SOLUTIONS)
-    for exercise_id, hints in _core._HINTS.items():
+    assert sorted(engine.registered_hints()) == sorted(SOLUTIONS)
+    for exercise_id, hints in engine.registered_hints().items():
         assert hints.concept and hints.code and hints.solution, exercise_id
         assert hints.code not in hints.solution and hints.solution.splitlines()[-1] not in hints.code, exercise_id
 
@@ -156,13 +155,13 @@ def test_every_solution_passes_its_checker(exercise_id):
 
 
 NAMED_VARIANTS = {
-    "09.1": (nb09._shift_cases, lambda: nb09.SHIFT_MISTAKES, shift_right, 1),
-    "09.2": (nb09._decoder_cases, lambda: nb09.DECODER_MISTAKES, nb09._decoder_block_variant, 1),
-    "10.1": (nb10._rate_cases, lambda: nb10.RATE_MISTAKES, nb10._in_peak_units(nb10._rate_variant), 1),
-    "10.2": (nb10._score_cases, lambda: nb10.SCORE_MISTAKES, nb10._score_variant, 1),
-    "11.1": (nb11._online_cases, lambda: nb11.ONLINE_MISTAKES, nb11._folded(online_softmax_update), 2),
-    "11.2": (nb11._cached_cases, lambda: nb11.CACHED_MISTAKES, nb11._cached_reference, 3),
-    "11.3": (nb11._grouped_cases, lambda: nb11.GROUPED_MISTAKES, nb11._grouped_reference, 1),
+    "09.1": (nb09.shift_cases, lambda: nb09.SHIFT_MISTAKES, shift_right, 1),
+    "09.2": (nb09.decoder_cases, lambda: nb09.DECODER_MISTAKES, nb09.decoder_block_variant, 1),
+    "10.1": (nb10.rate_cases, lambda: nb10.RATE_MISTAKES, nb10.in_peak_units(nb10.rate_variant), 1),
+    "10.2": (nb10.score_cases, lambda: nb10.SCORE_MISTAKES, nb10.score_variant, 1),
+    "11.1": (nb11.online_cases, lambda: nb11.ONLINE_MISTAKES, nb11.folded(online_softmax_update), 2),
+    "11.2": (nb11.cached_cases, lambda: nb11.CACHED_MISTAKES, nb11.cached_reference, 3),
+    "11.3": (nb11.grouped_cases, lambda: nb11.GROUPED_MISTAKES, nb11.grouped_reference, 1),
 }
 
 
@@ -170,17 +169,15 @@ NAMED_VARIANTS = {
 def test_every_named_variant_differs_from_the_reference_on_some_case(cases, mistakes, reference, count):
     cases = cases()
     with torch.no_grad():
-        expected = [_core._outputs(reference(*_core._fresh(case.args)), count) for case in cases]
         for mistake in mistakes():
-            got = [_core._outputs(mistake.wrong(*_core._fresh(case.args)), count) for case in cases]
-            assert not all(_core._same(a, b) for a, b in zip(got, expected, strict=True)), mistake.key
+            assert not engine.agree(mistake.wrong, reference, cases, count), mistake.key
 
 
 def test_a_wrong_1d_result_is_located_by_entries_not_columns():
     wrong = torch.tensor([True, False, True])
-    assert _core._pattern(wrong, {}) == "only at indices 0, 2"
-    assert _core._pattern(torch.tensor([False, True, False]), {}) == "only at index 1"
-    assert _core._pattern(wrong, {}, ("step", [1, 38, 75])) == "only at steps 1, 75"
+    assert engine.wrong_pattern(wrong, {}) == "only at indices 0, 2"
+    assert engine.wrong_pattern(torch.tensor([False, True, False]), {}) == "only at index 1"
+    assert engine.wrong_pattern(wrong, {}, ("step", [1, 38, 75])) == "only at steps 1, 75"
 
 
 def attention_in_place(query, key, value):
@@ -363,9 +360,9 @@ def test_right_answer_plus_1e_3_fails(checker, answer):
 def test_runs_of_wrong_indices_are_said_as_ranges():
     flags = torch.zeros(20, dtype=torch.bool)
     flags[[0, 1, 2, 3, 7, 9, 10]] = True
-    assert _core._indices(flags) == "0-3, 7, 9, 10"
+    assert engine.wrong_pattern(flags) == "only at indices 0-3, 7, 9, 10"
     flags[[12, 15]] = True
-    assert _core._indices(flags) == "0-3, 7, 9, 10, ..."
+    assert engine.wrong_pattern(flags) == "only at indices 0-3, 7, 9, 10, ..."
 
 
 def test_module_and_block_plus_1e_3_fail():
@@ -546,7 +543,7 @@ def test_the_hidden_cases_are_the_ones_the_notebooks_describe():
         ((2, 4, 2), (2, 4, 2), (2, 4, 3)),
         ((2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 5)),
     ]
-    assert (_core.RTOL, _core.ATOL) == (1e-4, 1e-5)  # 05.1 says: compared with rtol 1e-4
+    assert (engine.RTOL, engine.ATOL) == (1e-4, 1e-5)  # 05.1 says: compared with rtol 1e-4
 
     seen.clear()
 
@@ -571,12 +568,12 @@ def test_checkers_leave_the_random_state_alone():
 def test_odd_columns_are_said_only_when_every_odd_column_is_wrong():
     wrong = torch.zeros(3, 6, dtype=torch.bool)
     wrong[:, [1, 3]] = True
-    assert _core._pattern(wrong, {}) == "only in columns 1, 3 (last axis)"
+    assert engine.wrong_pattern(wrong, {}) == "only in columns 1, 3 (last axis)"
     wrong[:, 5] = True
-    assert _core._pattern(wrong, {}) == "only in the odd columns (last axis)"
+    assert engine.wrong_pattern(wrong, {}) == "only in the odd columns (last axis)"
     wrong = torch.zeros(3, 6, dtype=torch.bool)
     wrong[:, [0, 4]] = True
-    assert _core._pattern(wrong, {}) == "only in columns 0, 4 (last axis)"
+    assert engine.wrong_pattern(wrong, {}) == "only in columns 0, 4 (last axis)"
 
 
 def test_shape_errors_get_a_named_hint():
@@ -624,14 +621,14 @@ def test_shape_errors_get_a_named_hint():
 def test_a_column_or_row_is_reported_when_it_is_wrong_in_most_of_its_entries():
     wrong = torch.zeros(4, 6, dtype=torch.bool)
     wrong[1:, 2] = True  # wrong in 3 of the 4 rows
-    assert _core._pattern(wrong, {}) == "only in column 2 (last axis)"
+    assert engine.wrong_pattern(wrong, {}) == "only in column 2 (last axis)"
     wrong = torch.zeros(4, 6, dtype=torch.bool)
     wrong[3, 1:] = True
-    assert _core._pattern(wrong, {}) == "only in row 3 (axis -2)"
+    assert engine.wrong_pattern(wrong, {}) == "only in row 3 (axis -2)"
     wrong = torch.zeros(2, 4, dtype=torch.bool)  # 4 columns, 2 of them odd: parity needs at least 4 columns
     wrong[:, 1::2] = True
-    assert _core._pattern(wrong, {}) == "only in the odd columns (last axis)"
-    assert _core._pattern(torch.zeros(2, 2, dtype=torch.bool).index_fill(1, torch.tensor([1]), True), {}) == (
+    assert engine.wrong_pattern(wrong, {}) == "only in the odd columns (last axis)"
+    assert engine.wrong_pattern(torch.zeros(2, 2, dtype=torch.bool).index_fill(1, torch.tensor([1]), True), {}) == (
         "only in column 1 (last axis)"
     )
 
@@ -873,18 +870,18 @@ def test_in_place_work_on_the_answers_own_tensors_is_fine():
 
 def test_changed_inputs_are_compared_with_nan_and_shape_in_mind():
     nan = torch.tensor([1.0, math.nan])
-    assert not _core._differs(nan.clone(), nan)  # NaN where NaN was is no change
-    assert _core._differs(torch.tensor([1.0, 2.0]), nan)
-    assert _core._differs(torch.zeros(2, 3), torch.zeros(3, 2))
-    assert _core._differs(torch.zeros(2, dtype=torch.int32), torch.zeros(2, dtype=torch.int64))
-    assert _core._differs([3, 1], [1, 3]) and not _core._differs([1, 3], [1, 3])
+    assert not engine.input_changed(nan.clone(), nan)  # NaN where NaN was is no change
+    assert engine.input_changed(torch.tensor([1.0, 2.0]), nan)
+    assert engine.input_changed(torch.zeros(2, 3), torch.zeros(3, 2))
+    assert engine.input_changed(torch.zeros(2, dtype=torch.int32), torch.zeros(2, dtype=torch.int64))
+    assert engine.input_changed([3, 1], [1, 3]) and not engine.input_changed([1, 3], [1, 3])
     norm = nn.LayerNorm(4)
     changed = nn.LayerNorm(4)
     with torch.no_grad():
         changed.weight.mul_(2.0)
-    assert _core._differs(changed, norm) and not _core._differs(nn.LayerNorm(4), norm)
+    assert engine.input_changed(changed, norm) and not engine.input_changed(nn.LayerNorm(4), norm)
     attention = MultiHeadAttention(4, 2)
-    assert not _core._differs(_core._fresh(attention), attention)
+    assert not engine.input_changed(engine.fresh_copy(attention), attention)
 
 
 def endless(*args):
@@ -933,3 +930,22 @@ def test_an_endless_loop_in_a_modules_init_gets_a_verdict():
 
     verdict = ex.check_multi_head_attention(Hangs)
     assert verdict.mistake == "time limit" and verdict.message.startswith("Hangs(12, 3) did not finish")
+
+
+def test_set_time_limit_takes_a_positive_number_and_returns_the_previous_limit():
+    previous = ex.set_time_limit(2)
+    try:
+        assert ex.set_time_limit(3.5) == 2.0
+        assert engine.TIME_LIMIT_S == 3.5
+        for bad in (0, -1, float("nan"), math.inf, None, True, "10"):
+            with pytest.raises(ValueError, match="positive number of seconds"):
+                ex.set_time_limit(bad)
+        assert engine.TIME_LIMIT_S == 3.5  # a refused value leaves the limit as it was
+    finally:
+        ex.set_time_limit(previous)
+
+
+@pytest.mark.usefixtures("short_time_limit")
+def test_the_time_limit_set_is_the_one_a_verdict_reports():
+    verdict = ex.check_attention(endless)
+    assert verdict.mistake == "time limit" and "within 0.3 s" in verdict.message, str(verdict)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from course import exercises as ex
-from course.exercises import engine as _core
+from course.exercises import engine
 from tests.course.exercises.answers import masked, masked_after_softmax, masked_where, stub
 
 
@@ -139,12 +139,12 @@ def test_a_few_scattered_wrong_entries_are_listed_not_called_a_column_pattern():
     # 02.1's `<=`: one wrong entry in each of two rows, which happen to be odd columns
     wrong = torch.zeros(3, 1, 4, dtype=torch.bool)
     wrong[0, 0, 3] = wrong[1, 0, 1] = True
-    assert _core._pattern(wrong, {}) == "only at indices (0, 0, 3) and (1, 0, 1)"
+    assert engine.wrong_pattern(wrong, {}) == "only at indices (0, 0, 3) and (1, 0, 1)"
     verdict = ex.check_padding_mask(lambda lengths, m: (torch.arange(m) <= torch.as_tensor(lengths)[:, None])[:, None])
     assert verdict.mistake == "off by one" and "odd columns" not in str(verdict), str(verdict)
     many = torch.zeros(8, 8, dtype=torch.bool)
     many[torch.arange(8), (torch.arange(8) * 3) % 8] = True  # one per row, spread over the columns
-    assert _core._pattern(many, {}) == ""
+    assert engine.wrong_pattern(many, {}) == ""
 
 
 def test_every_listed_padding_mistake_is_named():

@@ -13,7 +13,7 @@ from torch.nn.attention.bias import causal_lower_right
 from course import exercises as ex
 from course.exercises import nb11
 from helpers.efficient import online_softmax_update
-from tests.course.exercises.answers import _finite, _joined, _step, inverted, no_mask
+from tests.course.exercises.answers import finite_or_zero, inverted, joined_cache, no_mask, running_max_step
 
 INF = math.inf
 
@@ -91,26 +91,26 @@ def test_online_softmax_update_accepts_right_answers():
 
 
 def test_online_softmax_folded_case_is_the_logsumexp_of_the_row():
-    case = nb11._online_cases()[-1]
+    case = nb11.online_cases()[-1]
     row = case.args[2]
-    new_max, new_sum = nb11._folded(online_softmax_update)(*case.args)
+    new_max, new_sum = nb11.folded(online_softmax_update)(*case.args)
     torch.testing.assert_close(new_max + new_sum.log(), torch.logsumexp(row, dim=-1))
 
 
 def no_rescale(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     return new_max, s + torch.exp(block - shift[:, None]).sum(-1)
 
 
 def unshifted(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     return new_max, s * torch.exp(m - shift) + block.exp().sum(-1)
 
 
 def own_max(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     block_max = block.max(dim=-1).values
-    return new_max, s * torch.exp(m - shift) + torch.exp(block - _finite(block_max)[:, None]).sum(-1)
+    return new_max, s * torch.exp(m - shift) + torch.exp(block - finite_or_zero(block_max)[:, None]).sum(-1)
 
 
 def unguarded(m, s, block):
@@ -123,7 +123,7 @@ def old_max(m, s, block):
 
 
 def raw_sum(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     return new_max, s * torch.exp(m - shift) + block.sum(-1)
 
 
@@ -132,7 +132,7 @@ def only_the_raw_block(m, s, block):
 
 
 def old_sum_dropped(m, s, block):
-    new_max, shift = _step(m, block)
+    new_max, shift = running_max_step(m, block)
     return new_max, torch.exp(block - shift[:, None]).sum(-1)
 
 
@@ -227,19 +227,19 @@ def test_cached_attention_accepts_right_answers():
 
 
 def is_causal_with_cache(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     return F.scaled_dot_product_attention(q, keys, values, is_causal=True), keys, values
 
 
 def top_left_by_hand(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     allowed = torch.ones(q.shape[2], keys.shape[2], dtype=torch.bool).tril()
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed), keys, values
 
 
 def cache_only(q, k, v, cache_k, cache_v):
     out = F.scaled_dot_product_attention(q, cache_k, cache_v)
-    return out, *_joined(k, v, cache_k, cache_v)
+    return out, *joined_cache(k, v, cache_k, cache_v)
 
 
 def prepended(q, k, v, cache_k, cache_v):
@@ -252,13 +252,13 @@ def old_caches(q, k, v, cache_k, cache_v):
 
 
 def scaled_by_d_v(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     bias = causal_lower_right(q.shape[2], keys.shape[2])
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=v.shape[-1] ** -0.5), keys, values
 
 
 def unscaled(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     bias = causal_lower_right(q.shape[2], keys.shape[2])
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=1.0), keys, values
 
@@ -279,7 +279,7 @@ def stacked(q, k, v, cache_k, cache_v):
 
 
 def own_key_excluded(q, k, v, cache_k, cache_v):
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     t, n = cache_k.shape[2], q.shape[2]
     allowed = torch.arange(t + n)[None, :] < t + torch.arange(n)[:, None]
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed), keys, values
@@ -288,7 +288,7 @@ def own_key_excluded(q, k, v, cache_k, cache_v):
 def pytorch_module_mask(q, k, v, cache_k, cache_v):  # nn.MultiheadAttention's True = hidden, given to SDPA
     from helpers.masks import causal_mask
 
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     hidden = ~causal_mask(q.shape[2], past=cache_k.shape[2])
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=hidden), keys, values
 
@@ -297,7 +297,7 @@ def square_mask(q, k, v, cache_k, cache_v):
     from helpers.attention import scaled_dot_product_attention
     from helpers.masks import causal_mask
 
-    keys, values = _joined(k, v, cache_k, cache_v)
+    keys, values = joined_cache(k, v, cache_k, cache_v)
     return scaled_dot_product_attention(q, keys, values, causal_mask(q.shape[2]))[0], keys, values
 
 
@@ -398,8 +398,8 @@ def test_grouped_attention_accepts_right_answers():
 
 
 def test_grouped_reference_equals_repeating_the_key_value_heads():
-    for case in nb11._grouped_cases():
-        torch.testing.assert_close(nb11._grouped_reference(*case.args), grouped_repeat_interleave(*case.args))
+    for case in nb11.grouped_cases():
+        torch.testing.assert_close(nb11.grouped_reference(*case.args), grouped_repeat_interleave(*case.args))
 
 
 def tiled_repeat(q, k, v):

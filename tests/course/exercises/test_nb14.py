@@ -252,7 +252,7 @@ def test_slopes_wrong_answers_written_by_hand_are_named(key):
 
 
 def test_slopes_only_c_slopes_fail_on_the_shape():
-    verdict = ex.check_alibi_slopes(lambda h: torch.tensor(nb14._power_of_two_slopes(1 << (h.bit_length() - 1))))
+    verdict = ex.check_alibi_slopes(lambda h: torch.tensor(nb14.power_of_two_slopes(1 << (h.bit_length() - 1))))
     assert verdict.status == "failed" and "12" in str(verdict), str(verdict)
 
 

@@ -19,11 +19,11 @@ import torch
 from PIL import Image
 
 from course.explorer import (
-    _SCRIPT_SHIPPED,
     CSS,
     MARKER,
     MAX_HEIGHT,
     SCALE,
+    SCRIPT_SHIPPED,
     decode_payload,
     distinct_labels,
     explore_attention,
@@ -99,7 +99,7 @@ def test_the_script_reads_each_weight_where_the_payload_put_it():
     weights = [w.masked_fill(~mask, 0) / w.masked_fill(~mask, 0).sum(-1, keepdim=True) for w in weights]
     view = explore_attention(weights, list("abc"), query_tokens=["x", "y"], mask=mask)
     data = decode_payload(json.dumps(view.payload()))  # what the page holds, without drawing its figure
-    lines = _SCRIPT_SHIPPED.splitlines()
+    lines = SCRIPT_SHIPPED.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("var L = D.layers"))
     last = next(i for i, line in enumerate(lines) if line.startswith("function masked("))
     program = "\n".join(
@@ -152,7 +152,7 @@ def test_a_large_view_stays_small():
     view = explore_attention(weights, [f"t{i}" for i in range(16)])
     assert len(json.dumps(view.payload())) < 17_000  # 12,288 weights, one byte each in base64
     # the same in every view (model view, head toggles and colour range included); the figure on top
-    assert len(_SCRIPT_SHIPPED) + len(CSS) < 26_000
+    assert len(SCRIPT_SHIPPED) + len(CSS) < 26_000
 
 
 def test_two_views_are_independent():
@@ -177,10 +177,10 @@ def test_the_script_and_style_ship_as_files_and_are_inlined():
     """course/explorer/explorer.js and course/explorer/explorer.css are the package's data (pyproject.toml), read at import and
     inlined into each view: the page needs no file beside it."""
     html = explore_attention(_softmax(2, 3, 3), list("abc")).html
-    assert f"<style>{CSS}</style>" in html and f"<script>{_SCRIPT_SHIPPED}</script>" in html
+    assert f"<style>{CSS}</style>" in html and f"<script>{SCRIPT_SHIPPED}</script>" in html
     assert "attn-x-side" in (HELPERS / "explorer.css").read_text() and "attn-x-side" in CSS
-    assert "function distinct(" in (HELPERS / "explorer.js").read_text() and "function distinct(" in _SCRIPT_SHIPPED
-    assert "/*" not in CSS and not any(line.startswith("//") for line in _SCRIPT_SHIPPED.splitlines())
+    assert "function distinct(" in (HELPERS / "explorer.js").read_text() and "function distinct(" in SCRIPT_SHIPPED
+    assert "/*" not in CSS and not any(line.startswith("//") for line in SCRIPT_SHIPPED.splitlines())
     pyproject = (HELPERS.parents[1] / "pyproject.toml").read_text()
     assert '"explorer.css"' in pyproject and '"explorer.js"' in pyproject
 
@@ -190,13 +190,13 @@ def test_the_shipped_script_parses(tmp_path):
     node = _node()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
-    for name, text in {"source.js": (HELPERS / "explorer.js").read_text(), "shipped.js": _SCRIPT_SHIPPED}.items():
+    for name, text in {"source.js": (HELPERS / "explorer.js").read_text(), "shipped.js": SCRIPT_SHIPPED}.items():
         path = tmp_path / name
         path.write_text(text)
         result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, f"{name}: {result.stderr}"
     broken = tmp_path / "broken.js"
-    broken.write_text(_SCRIPT_SHIPPED.replace("function render() {", "function render( {", 1))
+    broken.write_text(SCRIPT_SHIPPED.replace("function render() {", "function render( {", 1))
     assert subprocess.run([node, "--check", str(broken)], capture_output=True, timeout=60).returncode != 0
 
 
@@ -234,7 +234,7 @@ def test_the_view_opens_on_the_layer_and_head_given():
     assert data["start"] == {"layer": 1, "head": 2}
     [data] = read_payload(explore_attention(weights, list("abcd"), layer=np.int64(1), head="all").html)
     assert data["start"] == {"layer": 1, "head": -1}  # -1: all heads overlaid, as the script numbers it
-    assert "var start = D.start || {layer: 0, head: 0};" in _SCRIPT_SHIPPED  # views stored before still open
+    assert "var start = D.start || {layer: 0, head: 0};" in SCRIPT_SHIPPED  # views stored before still open
 
 
 @pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_the_script_tells_repeated_labels_apart_as_python_does():
     node = _node()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
-    lines = _SCRIPT_SHIPPED.splitlines()
+    lines = SCRIPT_SHIPPED.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("function distinct("))
     cases = [["the", "cat", "the"], ["→9"] * 4, ["PAD", "1", "PAD", "__proto__", "__proto__"], ["a"]]
     program = "\n".join([*lines[first : first + 5], f"console.log(JSON.stringify({json.dumps(cases)}.map(distinct)));"])
@@ -299,19 +299,19 @@ def test_sides_are_named_queries_and_keys_or_target_and_source():
     assert read_payload(cross.html)[0]["sides"] == ["target (queries)", "source (keys)"] and cross.cross
     # n != m alone does not make it cross-attention: the caller says so
     assert read_payload(explore_attention(_softmax(2, 2, 3), list("abc"), ["x", "y"]).html)[0]["sides"][0] == "queries"
-    assert 'var SIDES = D.sides || ["queries", "keys"];' in _SCRIPT_SHIPPED
-    assert 'class="attn-x-scale"' in _SCRIPT_SHIPPED  # the colour scale under the heatmap
+    assert 'var SIDES = D.sides || ["queries", "keys"];' in SCRIPT_SHIPPED
+    assert 'class="attn-x-scale"' in SCRIPT_SHIPPED  # the colour scale under the heatmap
 
 
 def test_one_layer_has_no_layer_group_and_a_deck_gets_its_help_line():
-    assert 'var markLayer = L > 1 ? group("Layer"' in _SCRIPT_SHIPPED
-    assert "Esc returns to the slides." in _SCRIPT_SHIPPED and 'root.closest(".reveal")' in _SCRIPT_SHIPPED
+    assert 'var markLayer = L > 1 ? group("Layer"' in SCRIPT_SHIPPED
+    assert "Esc returns to the slides." in SCRIPT_SHIPPED and 'root.closest(".reveal")' in SCRIPT_SHIPPED
 
 
 def test_a_click_moves_the_focus_to_the_clicked_token():
     """In JupyterLab a click left the focus on the cell: the view's arrow keys then moved the notebook."""
-    assert "button.focus(); });" in _SCRIPT_SHIPPED
-    assert "if (again) again.focus();" in _SCRIPT_SHIPPED
+    assert "button.focus(); });" in SCRIPT_SHIPPED
+    assert "if (again) again.focus();" in SCRIPT_SHIPPED
 
 
 def _image(view) -> Image.Image:
@@ -405,8 +405,8 @@ def test_bad_input_gets_a_clear_value_error(call, message):
 def test_the_model_view_draws_every_layer_and_head_as_a_thumbnail():
     """E1: a grid of L x H small heatmaps (buttons with data-layer and data-head); a click shows that layer and
     head. Driven in a browser in the scratch check; here: the script builds it, and a deck hides it."""
-    assert 'thumb.className = "attn-x-thumb";' in _SCRIPT_SHIPPED and "if (L * H > 1) {" in _SCRIPT_SHIPPED
-    assert "state.layer = l; state.head = h; state.shown = [h]; render(); button.focus();" in _SCRIPT_SHIPPED
+    assert 'thumb.className = "attn-x-thumb";' in SCRIPT_SHIPPED and "if (L * H > 1) {" in SCRIPT_SHIPPED
+    assert "state.layer = l; state.head = h; state.shown = [h]; render(); button.focus();" in SCRIPT_SHIPPED
     assert ".reveal .attn-x-overview{display:none}" in CSS
 
 
@@ -458,7 +458,7 @@ def test_the_script_colours_by_the_payloads_range():
     node = _node()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
-    lines = _SCRIPT_SHIPPED.splitlines()
+    lines = SCRIPT_SHIPPED.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("var VIRIDIS"))
     last = next(i for i, line in enumerate(lines) if line.startswith("function headColour("))
     weights = 0.6 * _softmax(1, 3, 3)  # weights under 0.6
@@ -483,17 +483,17 @@ def test_the_script_colours_by_the_payloads_range():
     assert one["top"] == 1 and one["atTop"] == one["above"] == yellow and one["at0"] == top["at0"] == purple
     assert top["top"] == spread["vmax"] <= 0.6 and top["atTop"] == top["above"] == yellow
     assert top["half"] == one["mid"] != top["mid"]  # the same colours, spread over 0 .. vmax: 0.5 looks brighter
-    assert '(TOP < 1 ? fixed(TOP) : "1")' in _SCRIPT_SHIPPED  # the scale's top label
+    assert '(TOP < 1 ? fixed(TOP) : "1")' in SCRIPT_SHIPPED  # the scale's top label
 
 
 def test_heads_toggle_and_the_hovered_cell_is_outlined():
     """E6, E8: a head's colour square is a button of its own that adds the head to the heads shown or removes it (the
     last one stays); with several heads the readout is one entry per head; the hovered cell gets an outline. Driven in
     a browser by tests/test_browser.py's exercise_explorer (the site, a deck, JupyterLab)."""
-    assert 'swatch.setAttribute("data-toggle", String(item.value));' in _SCRIPT_SHIPPED
-    assert "if (!next.length) return;" in _SCRIPT_SHIPPED
-    assert 'entry.className = "attn-x-entry";' in _SCRIPT_SHIPPED
-    assert 'class="attn-x-hovered"' in _SCRIPT_SHIPPED and 'root.setAttribute("data-cell"' in _SCRIPT_SHIPPED
+    assert 'swatch.setAttribute("data-toggle", String(item.value));' in SCRIPT_SHIPPED
+    assert "if (!next.length) return;" in SCRIPT_SHIPPED
+    assert 'entry.className = "attn-x-entry";' in SCRIPT_SHIPPED
+    assert 'class="attn-x-hovered"' in SCRIPT_SHIPPED and 'root.setAttribute("data-cell"' in SCRIPT_SHIPPED
     assert ".attn-x .attn-x-swatch{" in CSS
 
 
@@ -518,3 +518,49 @@ def test_a_grid_of_many_heads_is_drawn_as_one_mosaic_that_fits_the_screen():
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+def test_the_script_colours_escapes_and_names_heads_as_python_would():
+    """The page's colour(), esc() and headColour(), run in Node.js: the colour of a weight is matplotlib's viridis
+    at weight / vmax (exactly at the 11 stops the script holds, within a few units of 255 between them), the top
+    colour above vmax; every <, >, & and " of a token is escaped; heads past the eighth reuse the palette."""
+    node = _node()
+    if node is None:
+        pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
+    lines = SCRIPT_SHIPPED.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("var VIRIDIS = ["))
+    last = next(i for i, line in enumerate(lines) if line.startswith("function esc(")) + 2
+    vmax = 0.4
+    values = [vmax * k / 10 for k in range(11)] + [0.013, 0.137, 0.2222, 0.3561, 0.5, 1.0]
+    text = 'a<b>c<d & "e" & f>'
+    program = "\n".join(
+        [
+            f"var D = {{vmax: {vmax}}};",
+            *lines[first : last + 1],
+            f"var values = {json.dumps(values)};",
+            "var heads = []; for (var h = 0; h < 20; h++) heads.push(headColour(h));",
+            "console.log(JSON.stringify({colours: values.map(colour), heads: heads, "
+            f"text: esc({json.dumps(text)})}}));",
+        ]
+    )
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout)
+    got = np.array([[int(c) for c in re.fullmatch(r"rgb\((\d+),(\d+),(\d+)\)", s).groups()] for s in read["colours"]])
+    expected = 255 * plt.get_cmap("viridis")(np.clip(np.array(values) / vmax, 0, 1))[:, :3]
+    np.testing.assert_allclose(got[:11], expected[:11], atol=1)  # the stops themselves
+    np.testing.assert_allclose(got, expected, atol=6)  # linear between the stops
+    assert (got[-2:] == got[10]).all()  # above vmax: the top colour
+    assert read["text"] == "a&lt;b&gt;c&lt;d &amp; &quot;e&quot; &amp; f&gt;"
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in read["heads"])
+    assert len(set(read["heads"][:8])) == 8 and read["heads"][8:16] == read["heads"][:8]
+
+
+def test_vmax_is_rounded_to_the_nearest_stored_step():
+    """vmax is stored in steps of 1 / SCALE like the weights: the nearest step, never one below (0.29 * SCALE is
+    28.999... in floating point)."""
+    weights = _softmax(1, 3, 3)
+    for hundredths in range(1, 101):
+        vmax = hundredths / 100
+        view = explore_attention(weights, list("abc"), vmax=vmax)
+        assert abs(view.vmax - vmax) <= 0.5 / SCALE + 1e-12, vmax

@@ -28,7 +28,6 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-SCRIPT = ROOT / "scripts" / "build_html.py"
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 REPORT_DIR = ROOT / "build" / "browser"
 SCREEN = {"width": 1920, "height": 1080}  # a projector; the explorer screenshots are taken at this size
@@ -46,7 +45,7 @@ def _page(site: Path, notebook: Path) -> Path:
 
 
 def _first_heading(notebook: Path) -> str:
-    nb = json.loads(notebook.read_text())
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             match = re.search(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", "".join(cell["source"]), re.MULTILINE)
@@ -56,7 +55,7 @@ def _first_heading(notebook: Path) -> str:
 
 
 def _png_count(notebook: Path) -> int:
-    nb = json.loads(notebook.read_text())
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
     return sum(
         "image/png" in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
     )
@@ -76,7 +75,7 @@ def _resolves(page_path: Path, url: str, site: Path) -> bool:
 
 
 def test_index_links_every_notebook_by_title(site: Path):
-    index = (site / "index.html").read_text()
+    index = (site / "index.html").read_text(encoding="utf-8")
     links = set(_attributes(index, "a", "href"))
     texts = {(href, html.unescape(text)) for href, text in re.findall(r'<a href="([^"]*)">(.*?)</a>', index, re.S)}
     assert NOTEBOOKS
@@ -93,22 +92,22 @@ def test_index_links_every_notebook_by_title(site: Path):
 def test_site_and_decks_link_each_other(site: Path):
     """The index gives each numbered notebook its one line from the README and a link to its deck; each page of a
     notebook with a deck links to it; the decks' index links back to every page it presents, and to the site."""
-    from course.publish import site as build_html
-    from course.publish import slides as build_slides
+    from course.publish.common import deck_name, deck_notebooks
+    from course.publish.site import readme_summaries
 
-    summaries = build_html.readme_summaries(ROOT)
+    summaries = readme_summaries(ROOT)
     numbered = [nb for nb in NOTEBOOKS if nb.parent.name == "notebooks"]
     assert sorted(summaries) == sorted(nb.relative_to(ROOT).as_posix() for nb in numbered), "README table vs notebooks"
-    index = (site / "index.html").read_text()
+    index = (site / "index.html").read_text(encoding="utf-8")
     assert 'href="slides/index.html"' in index and (site / "slides" / "index.html").is_file()
-    with_decks = {p.resolve() for p in build_slides.deck_notebooks(ROOT)}
+    with_decks = {p.resolve() for p in deck_notebooks(ROOT)}
     assert with_decks, "no notebook has a deck"
-    decks_index = (site / "slides" / "index.html").read_text()
+    decks_index = (site / "slides" / "index.html").read_text(encoding="utf-8")
     assert 'href="../index.html"' in decks_index
     for notebook in numbered:
         assert f'<p class="summary">{summaries[notebook.relative_to(ROOT).as_posix()]}</p>' in index, notebook.name
-        deck = f"slides/{build_slides.deck_name(notebook)}"
-        page = _page(site, notebook).read_text()
+        deck = f"slides/{deck_name(notebook)}"
+        page = _page(site, notebook).read_text(encoding="utf-8")
         if notebook.resolve() in with_decks:
             assert f'href="{deck}"' in index and (site / deck).is_file(), f"the index does not link {deck}"
             assert f'href="../{deck}">Slides</a>' in page, f"{notebook.name}'s page does not link its deck"
@@ -120,7 +119,7 @@ def test_site_and_decks_link_each_other(site: Path):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_page_is_offline_and_complete(site: Path, notebook: Path):
     path = _page(site, notebook)
-    page = path.read_text()
+    page = path.read_text(encoding="utf-8")
     scripts = _attributes(page, "script", "src")
     stylesheets = _attributes(page, "link", "href")
     remote = [u for u in scripts + stylesheets if not _is_relative(u)] + re.findall(r"import\(\s*[\"']https?:", page)
@@ -156,12 +155,12 @@ def test_every_page_lists_its_sections_and_links_back(site: Path):
     """Each page with two or more sections lists every one of them, in order, after its title (site-toc), each
     section's heading links back to that list, and every link within a page resolves to an id on it. The index lists
     each notebook's own sections, not the ones every notebook ends with, and its links resolve to ids on the pages."""
-    index = (site / "index.html").read_text()
+    index = (site / "index.html").read_text(encoding="utf-8")
     boilerplate = re.compile(r"^(Summary|Exercises\b.*|What('s| comes) next)$")
     listed_in_index = 0
     for notebook in NOTEBOOKS:
         path = _page(site, notebook)
-        page = path.read_text()
+        page = path.read_text(encoding="utf-8")
         sections, ids = _sections(page), _ids(page)
         for href in re.findall(r'href="#([^"]*)"', page):
             assert html.unescape(href) in ids, f"{path.name} links #{href}, which is no id on the page"
@@ -267,7 +266,7 @@ def _stored_views(notebook: Path) -> list[dict]:
     """The attention views (course.explorer) stored in a notebook's outputs, decoded."""
     from course.explorer import read_payload
 
-    stored = json.loads(notebook.read_text())
+    stored = json.loads(notebook.read_text(encoding="utf-8"))
     return read_payload(
         "".join(
             "".join(o.get("data", {}).get("text/html", ""))
@@ -352,7 +351,8 @@ def test_site_renders_offline_in_chromium(request, tmp_path: Path):
             browser.close()
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "site-report.md").write_text(
-        "# Static site in headless Chromium, network refused\n\n" + "\n".join(summary + explored) + "\n"
+        "# Static site in headless Chromium, network refused\n\n" + "\n".join(summary + explored) + "\n",
+        encoding="utf-8",
     )
     assert explored, "no page shows an attention view (course.explorer)"
     assert not network, f"pages asked for the network: {network}"

@@ -29,7 +29,6 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-SCRIPT = ROOT / "scripts" / "build_slides.py"
 REPORT_DIR = ROOT / "build" / "browser"
 # Every numbered notebook is presented: the course (TEACHING.md) has a deck for each.
 PRESENTED = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -116,7 +115,7 @@ def _shown_png_count(notebook: Path) -> int:
 def test_deck_is_offline_and_complete(decks: Path, notebook: Path):
     path = _deck(decks, notebook)
     assert path.is_file(), f"no deck for {notebook.name}"
-    page = path.read_text()
+    page = path.read_text(encoding="utf-8")
     slides = len(re.findall(r"<section\b", page))
     assert slides > MIN_SLIDES, f"{path.name}: {slides} <section> elements"
 
@@ -130,7 +129,7 @@ def test_deck_is_offline_and_complete(decks: Path, notebook: Path):
         assert _resolves(path, url, decks), f"{path.name}: {url} is missing next to the deck"
     for url in stylesheets:  # and what those style sheets import (the theme's fonts)
         css = (path.parent / url).resolve()
-        for ref in re.findall(r"""url\(\s*["']?([^"')]+)""", css.read_text()):
+        for ref in re.findall(r"""url\(\s*["']?([^"')]+)""", css.read_text(encoding="utf-8")):
             if ref.startswith("data:"):
                 continue
             assert not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//", ref), f"{url} loads {ref} from the network"
@@ -149,11 +148,12 @@ def _code_slides_without_words(notebook: Path) -> list[str]:
     """The sub-slides of notebook's deck that show code (not a figure alone) and no words: no heading, text or
     caption. course/publish/slides.py makes the comment line a code piece opens with into its caption."""
     from course.publish import slides as build_slides
+    from course.publish.common import slide_type
 
     deck = build_slides.slides_of(nbformat.read(notebook, as_version=4))
     slides: list[list] = []
     for cell in deck.cells:
-        kind = build_slides.slide_type(cell) or "-"
+        kind = slide_type(cell) or "-"
         if kind in ("skip", "notes"):
             continue
         if kind in ("slide", "subslide") or not slides:
@@ -177,7 +177,7 @@ def test_every_code_slide_says_what_it_is_for(notebook: Path):
 
 
 def test_index_links_every_deck(decks: Path):
-    index = (decks / "index.html").read_text()
+    index = (decks / "index.html").read_text(encoding="utf-8")
     links = [link for link in _attributes(index, "a", "href") if link.endswith(".slides.html")]
     assert sorted(links) == sorted(_deck(decks, nb).name for nb in _with_slides())
 
@@ -458,7 +458,7 @@ def _explorer_notebook(root: Path) -> Path:
         ]
     )
     (root / "notebooks").mkdir(parents=True)
-    (root / "README.md").write_text("# Explorer test\n")
+    (root / "README.md").write_text("# Explorer test\n", encoding="utf-8")
     path = root / "notebooks" / "explorer.ipynb"
     nbformat.write(nb, path)
     return path
@@ -485,8 +485,9 @@ def test_attention_explorer_in_a_deck(tmp_path: Path):
     start = time.monotonic()
     notebook = _explorer_notebook(tmp_path / "repo")
     [deck] = build_slides.build(tmp_path / "slides", root=tmp_path / "repo")
-    expected = read_payload(deck.read_text())
-    assert len(expected) == 2 and len(_attributes(deck.read_text(), "img", "src")) == 2  # each with its figure
+    built = deck.read_text(encoding="utf-8")
+    expected = read_payload(built)
+    assert len(expected) == 2 and len(_attributes(built, "img", "src")) == 2  # each with its figure
     network, errors, failures, summary = [], [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
