@@ -1,4 +1,4 @@
-"""Make the whole test command deterministic, whatever the caller's shell has set.
+"""Make the whole test command deterministic, and strict about text encodings, whatever the caller's shell has set.
 
 Float sums differ in their last digits between one and two threads, and stored
 notebook outputs were made with one thread. Notebook kernels started by nbval
@@ -13,6 +13,16 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+# Text read or written without naming its encoding is read as cp1252 on Windows (issue 35). Python warns of it
+# (EncodingWarning) only when started with PYTHONWARNDEFAULTENCODING set: set here, before pytest-xdist starts its
+# worker processes, so that the tests run with the warning on (pyproject.toml's filterwarnings makes it an error in
+# our own modules). The workers take it out again for what they start: kernels and scripts load third-party code
+# (nbconvert, regex) that reads files without an encoding, and their output is compared. Our own code there is held
+# to the rule by ruff (PLW1514 in pyproject.toml).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("PYTHONWARNDEFAULTENCODING", None)
+else:
+    os.environ["PYTHONWARNDEFAULTENCODING"] = "1"
 
 import pytest
 import torch

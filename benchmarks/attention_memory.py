@@ -28,8 +28,6 @@ Writes benchmarks/results/attention_memory.json (settings, torch version, thread
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
 import sys
 import time
@@ -37,6 +35,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from benchmarks.common import parse_timing_args, record_header, write
 from helpers.attention import scaled_dot_product_attention
 from helpers.efficient import interleaved_timings, peak_memory, tiled_attention
 
@@ -93,12 +92,6 @@ def fmt(x, spec: str, width: int) -> str:
     return f"{'skipped' if x is None else format(x, spec):>{width}}"
 
 
-def _threads_env() -> str:
-    """``OMP_NUM_THREADS=k `` when that variable is set (it sets torch's thread count), else ``""``."""
-    value = os.environ.get("OMP_NUM_THREADS")
-    return f"OMP_NUM_THREADS={value} " if value else ""
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096, 8192])
@@ -113,13 +106,7 @@ def main() -> None:
         default=12.0,
         help="skip naive where the predicted scores + weights exceed this (default 12 GiB)",
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
-    parser.add_argument("--out", type=pathlib.Path, default=OUT)
-    parser.add_argument("--no-save", action="store_true")
-    args = parser.parse_args()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
+    args, threads = parse_timing_args(parser, OUT)
 
     print(
         f"torch {torch.__version__}, {threads} thread(s), float32 CPU forward (no_grad), B={args.batch}, "
@@ -148,10 +135,7 @@ def main() -> None:
     print(f"total {runtime:.0f} s")
 
     if not args.no_save:
-        result = {
-            "command": _threads_env() + "python " + " ".join(["benchmarks/attention_memory.py", *sys.argv[1:]]),
-            "torch": torch.__version__,
-            "threads": threads,
+        result = record_header("attention_memory", sys.argv[1:], threads) | {
             "settings": {
                 "batch": args.batch,
                 "heads": args.heads,
@@ -166,9 +150,7 @@ def main() -> None:
             "runtime_s": round(runtime, 1),
             "rows": rows,
         }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        print("wrote", args.out)
+        write(args.out, result)
 
 
 if __name__ == "__main__":

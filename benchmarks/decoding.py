@@ -29,14 +29,13 @@ Writes benchmarks/results/decoding.json (settings, torch version, thread count, 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
 import sys
 import time
 
 import torch
 
+from benchmarks.common import parse_timing_args, record_header, write
 from helpers.decoding import beam_search, greedy_decode
 from helpers.efficient import interleaved_timings
 from helpers.training import BOS, VOCAB, make_translation_batch, sample_numbers
@@ -108,12 +107,6 @@ def print_table(title: str, rows: list[dict]) -> None:
         )
 
 
-def _threads_env() -> str:
-    """``OMP_NUM_THREADS=k `` when that variable is set (it sets torch's thread count), else ``""``."""
-    value = os.environ.get("OMP_NUM_THREADS")
-    return f"OMP_NUM_THREADS={value} " if value else ""
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lengths", type=int, nargs="+", default=[32, 64, 128, 256], help="tokens generated")
@@ -124,13 +117,7 @@ def main() -> None:
     parser.add_argument("--beam-batch", type=int, default=8, help="B for beam search (default 8, i.e. 32 beams)")
     parser.add_argument("--base", action="store_true", help="add a table for a random base-size model at B=1")
     parser.add_argument("--base-lengths", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
-    parser.add_argument("--out", type=pathlib.Path, default=OUT)
-    parser.add_argument("--no-save", action="store_true")
-    args = parser.parse_args()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
+    args, threads = parse_timing_args(parser, OUT)
     bos_id, eos_id, V = VOCAB.index(BOS), len(VOCAB), len(VOCAB)  # eos_id: never emitted, so exactly max_len steps
 
     def greedy(model, src, max_len, src_mask, use_cache):
@@ -185,10 +172,7 @@ def main() -> None:
     print(f"total {runtime:.0f} s")
 
     if not args.no_save:
-        result = {
-            "command": _threads_env() + "python " + " ".join(["benchmarks/decoding.py", *sys.argv[1:]]),
-            "torch": torch.__version__,
-            "threads": threads,
+        result = record_header("decoding", sys.argv[1:], threads) | {
             "weights": weights,
             "settings": {
                 "model": "Transformer(43, 43, d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.1), eval",
@@ -201,9 +185,7 @@ def main() -> None:
             "runtime_s": round(runtime, 1),
             "tables": tables,
         }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        print("wrote", args.out)
+        write(args.out, result)
 
 
 if __name__ == "__main__":

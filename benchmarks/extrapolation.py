@@ -24,13 +24,12 @@ Runs with one thread, as the notebooks do. Another CPU's kernels give another tr
 the table by its means and spreads. Writes benchmarks/results/extrapolation.json.
 """
 
-import argparse
 import pathlib
 import time
 
 import torch
 
-from benchmarks.common import save
+from benchmarks.common import save, seed_parser, sweep
 from helpers.induction import repeated_sequences
 from helpers.modern import DecoderLM, accuracy_by_position, train_decoder_lm
 
@@ -75,20 +74,19 @@ def run(seed, positions, steps=STEPS):
     }
 
 
+def _without_curve(row: dict) -> dict:
+    """A run's record as printed while the sweep goes on: without its accuracy at every position."""
+    return {k: v for k, v in row.items() if k != "accuracy_by_position"}
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)), help="seeds (default: 0-9)")
+    parser = seed_parser(__doc__, 10)
     parser.add_argument("--steps", type=int, default=STEPS, help=f"training steps (default: {STEPS})")
     args = parser.parse_args()
     schemes = SCHEMES if args.steps == STEPS else (*SCHEMES, "paper")
     out = OUT if args.steps == STEPS else OUT.with_name(f"extrapolation_{args.steps}_steps.json")
-    torch.set_num_threads(1)
     start = time.perf_counter()
-    rows = []
-    for seed in args.seeds:
-        for positions in schemes:
-            rows.append(run(seed, positions, args.steps))
-            print({k: v for k, v in rows[-1].items() if k != "accuracy_by_position"}, flush=True)
+    rows, _ = sweep(args.seeds, [(positions, args.steps) for positions in schemes], run, show=_without_curve)
     script = "extrapolation" if args.steps == STEPS else f"extrapolation --steps {args.steps}"
     save(out, script, args.seeds, rows, time.perf_counter() - start, steps=args.steps, length=L)
 

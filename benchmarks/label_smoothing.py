@@ -15,7 +15,6 @@ section 5 run; another CPU's kernels give another trajectory for every seed, so 
 spreads. Writes benchmarks/results/label_smoothing.json.
 """
 
-import argparse
 import copy
 import pathlib
 import time
@@ -24,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from benchmarks.common import held_out_perplexity, save
+from benchmarks.common import held_out_perplexity, save, seed_parser, sweep
 from helpers.decoding import greedy_decode
 from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
 from helpers.transformer import Transformer, shift_right
@@ -76,9 +75,7 @@ def run(seed, label_smoothing, test_numbers, test_batch):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)), help="seeds (default: 0-9)")
-    args = parser.parse_args()
+    args = seed_parser(__doc__, 10).parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
     helpers.set_seed(0)
@@ -86,11 +83,7 @@ def main():
         dict.fromkeys(sample_numbers(500, torch.Generator().manual_seed(12345), min_digits=3, max_digits=4))
     )
     test_batch = make_translation_batch(test_numbers)
-    rows = []
-    for seed in args.seeds:
-        for ls in SMOOTHING:
-            rows.append(run(seed, ls, test_numbers, test_batch))
-            print(rows[-1], flush=True)
+    rows, _ = sweep(args.seeds, [(ls, test_numbers, test_batch) for ls in SMOOTHING], run)
     save(OUT, "label_smoothing", args.seeds, rows, time.perf_counter() - start)
 
 

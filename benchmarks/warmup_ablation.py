@@ -27,17 +27,15 @@ benchmarks/results/warmup_ablation.json.
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import time
 
 import torch
-import torch.nn.functional as F
 
-from benchmarks.common import held_out_perplexity, save
+from benchmarks.common import held_out_perplexity, section_10_start, sweep_and_save, train_section_10
 from helpers.decoding import greedy_decode
-from helpers.training import BOS, EOS, VOCAB, make_translation_batch, number_to_words, rate, sample_numbers, to_tokens
-from helpers.transformer import Transformer, shift_right
+from helpers.training import BOS, EOS, VOCAB, number_to_words, rate, to_tokens
+from helpers.transformer import Transformer
 
 WARMUP = 50
 SCHEDULES = {
@@ -54,25 +52,11 @@ def run(seed: int, schedule: str, norm: str, steps: int = 300, d: int = 32) -> d
     """One training run of notebook 10's section 10 with the given schedule and norm placement."""
     start = time.perf_counter()
     V, bos_id, eos_id = len(VOCAB), VOCAB.index(BOS), VOCAB.index(EOS)
-    test = sample_numbers(200, torch.Generator().manual_seed(999), min_digits=3, max_digits=3)
-    test_batch = make_translation_batch(test)
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    test, test_batch, g = section_10_start(seed)
     model = Transformer(
         V, V, d_model=d, num_heads=4, num_layers=1, d_ff=64, dropout=0.1, max_len=16, norm_first=NORMS[norm]
     )
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    lr = SCHEDULES[schedule]
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr(s + 1, d))  # LambdaLR counts from 0
-    for _ in range(steps):
-        batch = make_translation_batch(sample_numbers(64, g, exclude=frozenset(test), max_digits=3))
-        model.train()
-        logits = model(batch["src"], shift_right(batch["tgt"], bos_id), batch["src_mask"])
-        loss = F.cross_entropy(logits.flatten(0, 1), batch["tgt"].flatten(), ignore_index=0, label_smoothing=0.1)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
+    train_section_10(model, steps, g, test, bos_id, lambda step: SCHEDULES[schedule](step, d))
     decoded = greedy_decode(model, test_batch["src"], bos_id, eos_id, 8, test_batch["src_mask"])
     exact = sum(to_tokens(ids) == number_to_words(n) for ids, n in zip(decoded, test, strict=True)) / len(test)
     return {
@@ -102,20 +86,8 @@ def summary(runs: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)), help="seeds (default: 0-9)")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    runs = []
-    for seed in args.seeds:
-        for norm in NORMS:
-            for schedule in SCHEDULES:
-                runs.append(run(seed, schedule, norm))
-                print(runs[-1], flush=True)
-    seconds = time.perf_counter() - start
-    print(f"\n{summary(runs)}\n\n{len(runs)} runs in {seconds:.0f} s")
-    save(OUT, "warmup_ablation", args.seeds, runs, seconds, warmup_steps=WARMUP)
+    settings = [(schedule, norm) for norm in NORMS for schedule in SCHEDULES]
+    sweep_and_save(__doc__, 10, settings, run, summary, OUT, warmup_steps=WARMUP)
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ def _quiet_stderr():
     sys.stderr.flush()
     saved = os.dup(2)
     try:
-        with open(os.devnull, "w") as null:
+        with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 2)
             yield
     finally:

@@ -20,7 +20,7 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-__all__ = ["DPI", "plot_attention", "plot_heads", "plot_layers_heads"]
+__all__ = ["DPI", "mask_array", "plot_attention", "plot_heads", "plot_layers_heads"]
 
 CMAP = "viridis"
 MASKED_COLOUR = (
@@ -51,14 +51,21 @@ def _as_numpy(x, name: str, dims: int) -> np.ndarray:
     return x
 
 
-def _mask_numpy(mask, shape: tuple[int, ...]) -> np.ndarray | None:
+def mask_array(mask) -> np.ndarray | None:
+    """A mask (True = may attend) as a NumPy array, ``None`` kept; a tensor must be boolean."""
     if mask is None:
         return None
     if isinstance(mask, torch.Tensor):
         if mask.dtype != torch.bool:
             raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
         mask = mask.detach().cpu().numpy()
-    mask = np.asarray(mask)
+    return np.asarray(mask)
+
+
+def _mask_numpy(mask, shape: tuple[int, ...]) -> np.ndarray | None:
+    mask = mask_array(mask)
+    if mask is None:
+        return None
     try:
         return np.broadcast_to(mask, shape)
     except ValueError:

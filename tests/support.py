@@ -1,10 +1,16 @@
 """What several test modules share: a notebook's inline definitions and headings, random masks and seeded
-generators."""
+generators, a free port, a Jupyter server's shutdown and a JavaScript engine."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import signal
+import socket
+import subprocess
+import urllib.request
 from pathlib import Path
 
 import torch
@@ -54,3 +60,53 @@ def notebook_headings(path: Path) -> tuple[set[str], set[str]]:
             if match := re.match(r"^###\s+Exercise\s+(\d\d\.\d+)\b", line):
                 exercises.add(match.group(1))
     return sections, exercises
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_server(proc: subprocess.Popen, base: str, token: str) -> None:
+    """Shut down the kernels through the API, then the server, then anything left of its session.
+
+    The last step needs ``os.killpg`` (POSIX). Windows has none, nor sessions: there a kernel that outlived the
+    API's shutdown ends by itself when its parent, the server, is gone (ipykernel watches its parent process).
+    """
+    if proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=5) as response:
+                kernels = json.load(response)
+            for kernel in kernels:
+                request = urllib.request.Request(f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE")
+                urllib.request.urlopen(request, timeout=10).close()
+        except OSError:
+            pass
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # our own session: stray kernels, if any
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def javascript_engine() -> str | None:
+    """A JavaScript engine: Playwright's own Node.js (requirements.txt installs it; ``node.exe`` on Windows), else
+    one on the PATH (``shutil.which`` adds ``.exe`` on Windows)."""
+    try:
+        import playwright
+
+        for name in ("node", "node.exe"):
+            bundled = Path(playwright.__file__).parent / "driver" / name
+            if bundled.is_file():
+                return str(bundled)
+    except ImportError:
+        pass
+    return shutil.which("node")

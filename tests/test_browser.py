@@ -27,8 +27,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,6 +38,7 @@ import nbformat
 import pytest
 
 from course.explorer import decode_payload
+from tests.support import free_port, stop_server
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +71,7 @@ RUN_ALL_S = 240
 
 
 def _png_count(path: Path) -> int:
-    nb = json.loads(path.read_text())
+    nb = json.loads(path.read_text(encoding="utf-8"))
     return sum(
         "image/png" in output.get("data", {})
         for cell in nb["cells"]
@@ -83,7 +82,7 @@ def _png_count(path: Path) -> int:
 
 def _explorer_count(path: Path) -> int:
     """Outputs of course.explorer's attention view (text/html with its marker) in a stored notebook."""
-    nb = json.loads(path.read_text())
+    nb = json.loads(path.read_text(encoding="utf-8"))
     return sum(
         "data-attention-explorer" in "".join(output.get("data", {}).get("text/html", ""))
         for cell in nb["cells"]
@@ -153,12 +152,6 @@ def offline_context(browser, viewport: dict, refused: list[str]):
     return context
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _reader_copy(src: Path, dest: Path) -> None:
     """The notebook as a reader first opens it: no outputs, no execution counts, no empty code cells."""
     nb = nbformat.read(src, as_version=4)
@@ -192,8 +185,8 @@ def lab(tmp_path_factory):
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
     }
-    (data / "kernels" / "python3" / "kernel.json").write_text(json.dumps(kernel))
-    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES))
+    (data / "kernels" / "python3" / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES), encoding="utf-8")
 
     env = dict(os.environ)
     env.update(
@@ -205,7 +198,7 @@ def lab(tmp_path_factory):
         IPYTHONDIR=str(tmp / "ipython"),
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
     )
-    port, token = _free_port(), uuid.uuid4().hex
+    port, token = free_port(), uuid.uuid4().hex
     cmd = [
         sys.executable,
         "-m",
@@ -229,7 +222,9 @@ def lab(tmp_path_factory):
         deadline = time.monotonic() + SERVER_START_S
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"JupyterLab exited with {proc.returncode}:\n{log_path.read_text(encoding='utf-8', errors='replace')[-3000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as response:
                     if response.status == 200:
@@ -237,34 +232,13 @@ def lab(tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer within {SERVER_START_S} s:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"JupyterLab did not answer within {SERVER_START_S} s:\n{log_path.read_text(encoding='utf-8', errors='replace')[-3000:]}"
+                )
             time.sleep(0.5)
         yield {"base": base, "token": token, "log": log_path, "stored": [p.name for p in stored], "refused": []}
     finally:
-        _stop(proc, base, token)
-
-
-def _stop(proc: subprocess.Popen, base: str, token: str) -> None:
-    """Shut down the kernels through the API, then the server, then anything left in its process group."""
-    if proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=5) as response:
-                kernels = json.load(response)
-            for kernel in kernels:
-                request = urllib.request.Request(f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE")
-                urllib.request.urlopen(request, timeout=10).close()
-        except OSError:
-            pass
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # our own session: stray kernels, if any
-    except (ProcessLookupError, PermissionError):
-        pass
+        stop_server(proc, base, token)
 
 
 @pytest.fixture(scope="module")
@@ -304,7 +278,7 @@ def report():
     yield entries
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     header = "# JupyterLab in headless Chromium: Run > Run All Cells\n\n"
-    (REPORT_DIR / "report.md").write_text(header + "\n".join(entries) + "\n")
+    (REPORT_DIR / "report.md").write_text(header + "\n".join(entries) + "\n", encoding="utf-8")
 
 
 # The kernel status in the status bar, e.g. "Python 3 (ipykernel) | Idle".

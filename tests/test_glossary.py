@@ -24,15 +24,22 @@ REFERENCE = re.compile(r"\[(\d\d) (?:§(\d+)|Ex\. (\d\d\.\d+))\]\[(\d\d)\]")
 
 
 def _rows(text: str) -> list[list[str]]:
-    """The entries of every glossary table (header and separator rows left out), split into cells."""
-    rows = []
+    """The entries of every glossary table (header and separator rows left out), split into cells. Tables whose first
+    column is not "term" (the naming table at the top) are not glossary entries."""
+    rows, in_glossary_table = [], False
     for line in text.splitlines():
-        if not line.startswith("|") or re.match(r"^\|[-| ]+\|$", line):
+        if not line.startswith("|"):
+            in_glossary_table = False
+            continue
+        if re.match(r"^\|[-| ]+\|$", line):
             continue
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
-        if cells == COLUMNS:
-            continue
-        rows.append(cells)
+        if cells[0] == COLUMNS[0]:
+            in_glossary_table = True
+            if cells == COLUMNS:
+                continue
+        if in_glossary_table:
+            rows.append(cells)
     return rows
 
 

@@ -188,3 +188,41 @@ def test_python_m_commands_name_modules_that_exist(doc: Path):
         if module.endswith(".NAME"):
             continue
         assert importlib.util.find_spec(module) is not None, f"{doc.name}: `python -m {module}` names no module"
+
+
+def _code_lines(text: str, language: str) -> list[str]:
+    blocks = re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    return [line for block in blocks for line in block.splitlines()]
+
+
+def test_set_up_lines_work_as_pasted_in_every_shell():
+    """Issue 35. Every set-up line names the virtual environment's own Python, so no line depends on an activation a
+    shell may refuse (PowerShell's execution policy), and when one line fails the next cannot install into the
+    system's Python. No comments (zsh and cmd pass an inline `#` on as arguments), and in the Windows lines no `&&`
+    (Windows PowerShell 5.1 has none) and no `;` (cmd has none)."""
+    text = README.read_text(encoding="utf-8")
+    unix, windows = _code_lines(text, "bash"), _code_lines(text, "powershell")
+    assert len(unix) >= 7 and len(windows) >= 4
+    for line in unix + windows:
+        assert "#" not in line and "activate" not in line.lower(), line
+    for line in unix:
+        assert re.fullmatch(
+            r"python3 -m venv \.venv|\.venv/bin/python -m (pip install|jupyter lab|pytest)\b.*", line
+        ), line
+    for line in windows:
+        windows_line = r"py -3\.1\d -m venv \.venv|\.venv\\Scripts\\python -m (pip install -r requirements\.txt|jupyter lab|pytest)"
+        assert re.fullmatch(windows_line, line), line
+        assert "&&" not in line and ";" not in line, line
+
+
+def test_ci_runs_the_readmes_commands():
+    """`.ci/run` installs and tests exactly as the README's Linux lines do."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    unix = _code_lines(README.read_text(encoding="utf-8"), "bash")
+    for line in (
+        "python3 -m venv .venv",
+        ".venv/bin/python -m pip install -r requirements.txt",
+        ".venv/bin/python -m pytest",
+    ):
+        assert line in unix, f"README: no line {line!r}"
+        assert re.search(rf"^{re.escape(line)}$", ci, flags=re.MULTILINE), f".ci/run does not run {line!r}"

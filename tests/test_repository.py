@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -44,7 +45,7 @@ def _meant_to_raise(cell) -> bool:
 def test_notebook_is_stored_executed_and_clean(path: Path):
     size = path.stat().st_size
     assert size < MAX_BYTES, f"{path.name} is {size / 1e6:.2f} MB; keep each notebook under 1 MB"
-    nb = json.loads(path.read_text())
+    nb = json.loads(path.read_text(encoding="utf-8"))
     cells = _code_cells(nb)
     counts = [c.get("execution_count") for c in cells]
     assert None not in counts, f"{path.name}: {counts.count(None)} code cells stored unexecuted (nbval skips them)"
@@ -69,14 +70,14 @@ def test_notebook_is_stored_executed_and_clean(path: Path):
     # What depends on the machine that ran the notebook (course/qa/execute.py strips it).
     machine = set(nb["metadata"].get("language_info", {})) - set(KEEP_LANGUAGE_INFO)
     assert not machine, f"{path.name}: machine-specific language_info {machine}; re-execute with the script"
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     for pattern in (r"/work/", r"/home/", r"/root/", r"/tmp/", r"C:\\\\"):
         assert not re.search(pattern, text), f"{path.name}: contains a machine path matching {pattern!r}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_has_no_sys_path_hacks(path: Path):
-    nb = json.loads(path.read_text())
+    nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in _code_cells(nb):
         assert "sys.path" not in "".join(cell["source"]), f"{path.name}: helpers must come from the installed package"
 
@@ -88,13 +89,15 @@ def _ruff() -> list[str]:
 
 
 def test_ruff_lint():
-    result = subprocess.run([*_ruff(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [*_ruff(), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, encoding="utf-8"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format():
     result = subprocess.run(
-        [*_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True
+        [*_ruff(), "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, encoding="utf-8"
     )
     assert result.returncode == 0, "run `ruff format .`\n" + result.stdout + result.stderr
 
@@ -102,7 +105,7 @@ def test_ruff_format():
 @pytest.mark.parametrize("path", sorted((ROOT / "img").glob("*.svg")), ids=lambda p: p.name)
 def test_diagram_text_is_readable_on_a_projector(path: Path):
     """Diagram text at the drawing's own size: body text >= 14 px, nothing (sub- and superscripts included) under 12."""
-    svg = path.read_text()
+    svg = path.read_text(encoding="utf-8")
     root = re.search(r"<svg\b[^>]*>", svg).group(0)
     body = re.search(r'font-size="([0-9.]+)"', root)
     assert body and float(body.group(1)) >= 14, f"{path.name}: body text under 14 px: {root}"
@@ -176,3 +179,35 @@ def test_no_test_or_tool_touches_sys_path():
         str(p.relative_to(ROOT)) for p in paths if re.search(r"sys\.path\.(insert|append|extend)", p.read_text("utf-8"))
     ]
     assert not offenders, f"sys.path edited in {offenders}"
+
+
+def test_text_without_an_encoding_is_an_error_in_the_test_command():
+    """Issue 35: ``open()`` without ``encoding=`` reads cp1252 on Windows. The root conftest.py turns Python's
+    EncodingWarning on for the processes it starts, and pyproject.toml makes it an error; this test runs in one of
+    those processes under the test command (``-n 2``)."""
+    if not sys.flags.warn_default_encoding:
+        pytest.skip("this process started before conftest.py set PYTHONWARNDEFAULTENCODING (pytest -n 0)")
+    with pytest.raises(EncodingWarning):
+        (ROOT / "README.md").read_text()  # the mistake this test is about
+    with pytest.raises(EncodingWarning):
+        subprocess.run([sys.executable, "-c", "print('√d_k')"], capture_output=True, text=True)
+
+
+TEXT_SUFFIXES = {".py", ".ipynb", ".md", ".toml", ".json", ".svg", ".css", ".js", ".txt", ".cfg", ".j2", ".html"}
+
+
+def test_a_windows_checkout_keeps_every_file_byte_for_byte():
+    """Issue 35: git for Windows converts line endings to CRLF on checkout unless told not to; a notebook so rewritten
+    no longer matches what nbval and the checksums expect. ``.gitattributes`` turns conversion off for every file,
+    and every text file is committed with LF endings only."""
+    rules = [line.split() for line in (ROOT / ".gitattributes").read_text(encoding="utf-8").splitlines()]
+    assert ["*", "-text"] in [rule for rule in rules if rule and not rule[0].startswith("#")]
+    files = []
+    for folder, subfolders, names in os.walk(ROOT):  # not into hidden folders (.git, virtual environments), nor build/
+        subfolders[:] = [
+            name for name in subfolders if not name.startswith(".") and name not in {"build", "node_modules"}
+        ]
+        files += [Path(folder, name) for name in names if Path(name).suffix in TEXT_SUFFIXES]
+    assert len(files) > 150
+    with_cr = [str(path.relative_to(ROOT)) for path in files if b"\r" in path.read_bytes()]
+    assert not with_cr, f"carriage returns in {with_cr}"

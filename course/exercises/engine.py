@@ -19,6 +19,7 @@ says what a reader sees.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import ctypes
 import functools
@@ -27,7 +28,6 @@ import linecache
 import math
 import os
 import re
-import signal
 import sysconfig
 import threading
 import time
@@ -280,7 +280,10 @@ def counts_attempts(checker: Callable) -> Callable:
 
 class _Timeout(BaseException):
     """Raised inside the reader's code when a case runs past the time limit (not an ``Exception``,
-    so a bare ``except Exception`` in the answer cannot swallow it)."""
+    so a bare ``except Exception`` in the answer cannot swallow it), and in the checker, where ``still_running``
+    says that the answer swallowed it anyway (a bare ``except:``) and still runs."""
+
+    still_running = False
 
 
 def fresh_copy(x, memo: dict | None = None):
@@ -403,58 +406,97 @@ def _in_place_text(
     return what, f"{join_and(plain)} changed in place", f"your function changed {what} in place; {why or default_why}"
 
 
-def _call_in_thread(fn: Callable, args: tuple, limit: float):
-    """Run ``fn(*args)`` in a worker thread; past ``limit`` seconds, raise ``_Timeout`` inside it and here."""
-    outcome: dict = {}
-    grad_enabled = torch.is_grad_enabled()  # grad mode is per thread: carry the caller's over
+GRACE_S = 1.0
+"""Seconds past the time limit that the checker keeps stopping an answer before it gives its verdict anyway."""
 
-    def target() -> None:
+
+def _send(thread_id: int, exception: type[BaseException]) -> None:
+    """Raise ``exception`` in the thread ``thread_id`` at its next check for pending work (a loop's jump, a call).
+
+    Never called with NULL to take one back: on Python 3.11 that leaves the interpreter's flag for pending
+    exceptions set, and every thread then stops at every check for the rest of the session (slow, and PyTorch's
+    profiler never starts). A sent exception is instead let arrive and caught (:meth:`_Answer.run`).
+    """
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exception))
+
+
+class _Answer(threading.Thread):
+    """One call of the reader's answer, in a daemon thread of its own, so that the checker can stop waiting for it.
+
+    The checker waits for ``returned``. Past the time limit it raises ``_Timeout`` in the answer (:meth:`stop`)
+    until the answer returns or the grace period ends, then sets ``done_sending``; the thread lets a ``_Timeout``
+    still pending arrive, catches it and ends. An answer that swallows every ``_Timeout`` keeps running, unwaited for.
+    """
+
+    def __init__(self, fn: Callable, args: tuple):
+        super().__init__(name="exercise-checker", daemon=True)
+        self.fn, self.args = fn, args
+        self.context = contextvars.copy_context()  # the caller's context: ipykernel's output cell, numpy's errstate
+        self.grad_enabled = torch.is_grad_enabled()  # grad mode is per thread: carry the caller's over
+        self.value, self.error = None, None
+        self.returned = threading.Event()
+        self.done_sending = False
+
+    def run(self) -> None:
         try:
-            with torch.set_grad_enabled(grad_enabled):
-                outcome["value"] = fn(*args)
-        except BaseException as error:  # handed back to the caller below
-            outcome["error"] = error
+            try:
+                self.value = self.context.run(self.call)
+            except BaseException as error:  # handed back to the caller
+                self.error = error
+        except BaseException:  # a _Timeout sent just as the answer ended: the caller has stopped waiting
+            pass
+        while True:
+            try:
+                self.returned.set()
+                while not self.done_sending:  # the caller may still send a _Timeout: let it arrive here
+                    time.sleep(0.005)
+                for _ in range(100):  # one sent but not yet raised arrives at this loop's first jump back
+                    pass
+                return
+            except BaseException:
+                continue
 
-    worker = threading.Thread(target=target, name="exercise-checker", daemon=True)
-    worker.start()
-    worker.join(limit)
-    if worker.is_alive():
-        for _ in range(100):  # stop the endless loop: raise _Timeout in the worker at its next bytecode
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Timeout))
-            worker.join(0.05)
-            if not worker.is_alive():
-                break
-        raise _Timeout
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    def call(self):
+        with torch.set_grad_enabled(self.grad_enabled):
+            return self.fn(*self.args)
+
+    def stop(self, exception: type[BaseException], grace: float) -> bool:
+        """Raise ``exception`` in the answer every 20 ms until it returns or ``grace`` seconds pass; True if it did."""
+        deadline = time.monotonic() + grace
+        while not self.returned.is_set() and time.monotonic() < deadline:
+            _send(self.ident, exception)
+            self.returned.wait(0.02)
+        return self.returned.is_set()
 
 
 def _call_with_limit(fn: Callable, args: tuple):
-    """``fn(*args)`` under the time limit: SIGALRM in the main thread (where Jupyter runs cells),
-    a watched worker thread anywhere else or where there is no SIGALRM."""
+    """``fn(*args)`` under the time limit, in a thread of its own (:class:`_Answer`), on every platform.
+
+    Past the limit the case has failed, whatever the answer returns later: ``_Timeout`` is raised here, with
+    ``still_running`` set when the answer swallowed every ``_Timeout`` sent into it for ``GRACE_S`` seconds (the
+    checker then stops waiting and the answer keeps its thread). No signal, so the same code runs on Windows.
+    """
     limit = TIME_LIMIT_S
     if not limit:
         return fn(*args)
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return _call_in_thread(fn, args, limit)
-
-    def on_alarm(signum, frame):
-        raise _Timeout
-
+    answer = _Answer(fn, args)
+    answer.start()
+    deadline = time.monotonic() + limit
     try:
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-    except ValueError:  # not the main thread of the main interpreter after all
-        return _call_in_thread(fn, args, limit)
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, limit)
-    start = time.monotonic()
-    try:
-        return fn(*args)
+        # Short waits, so that an interrupt (Jupyter's stop button, Ctrl-C) reaches this thread on every platform.
+        while not answer.returned.wait(min(0.05, max(deadline - time.monotonic(), 0.0))):
+            if time.monotonic() >= deadline:
+                timeout = _Timeout()
+                timeout.still_running = not answer.stop(_Timeout, GRACE_S)
+                raise timeout
+    except KeyboardInterrupt:
+        answer.stop(KeyboardInterrupt, GRACE_S)
+        raise
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
-        if old_delay:  # someone else's alarm was pending: put it back
-            signal.setitimer(signal.ITIMER_REAL, max(old_delay - (time.monotonic() - start), 1e-3), old_interval)
+        answer.done_sending = True
+    if answer.error is not None:
+        raise answer.error
+    return answer.value
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -894,16 +936,18 @@ def run_once(exercise, answer, subject, args, codes, hints, error_hints):
     try:
         with torch.random.fork_rng():  # the reader's code may draw random numbers; keep their state
             return _call_with_limit(answer, args), None
-    except _Timeout:
+    except _Timeout as timeout:
+        details = [
+            "Likely mistake: an endless loop. Check that every `while` loop's condition changes inside the loop "
+            "(or use a `for` loop over a range). Each case runs in a fraction of a second when right."
+        ]
+        if timeout.still_running:
+            details.append(
+                "Your answer caught the checker's stop (a bare `except:` catches it) and still runs in the "
+                "background: restart the kernel to stop it, and catch `Exception` rather than everything."
+            )
         return None, Verdict(
-            exercise,
-            FAILED,
-            f"{subject} did not finish within {TIME_LIMIT_S:g} s.",
-            "time limit",
-            [
-                "Likely mistake: an endless loop. Check that every `while` loop's condition changes inside the loop "
-                "(or use a `for` loop over a range). Each case runs in a fraction of a second when right."
-            ],
+            exercise, FAILED, f"{subject} did not finish within {TIME_LIMIT_S:g} s.", "time limit", details
         )
     except NotImplementedError as error:
         if 'missing the required "forward" function' in str(error):

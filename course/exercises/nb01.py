@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
+from helpers.attention import scaled_dot_product_attention
+
+from .engine import (
     Case,
     ErrorHint,
     Mistake,
@@ -20,7 +22,6 @@ from course.exercises.engine import (
     register_hints,
     run_checks,
 )
-from helpers.attention import scaled_dot_product_attention
 
 
 def attention_variant(query, key, value, *, dim=-1, scale=None, softmax=True, scale_after=False):

@@ -7,19 +7,11 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    ErrorHint,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    random_qkv,
-    register_hints,
-    run_checks,
-)
-from course.exercises.nb01 import DOT_T_ERROR, NO_SCALING, SOFTMAX_AXIS, attention_variant
 from helpers.attention import scaled_dot_product_attention
 from helpers.masks import causal_mask, padding_mask
+
+from .engine import Case, ErrorHint, Mistake, Verdict, counts_attempts, random_qkv, register_hints, run_checks
+from .nb01 import DOT_T_ERROR, NO_SCALING, SOFTMAX_AXIS, attention_variant
 
 
 def _padding_variant(lengths, max_len, *, invert=False, off_by_one=False, flat=False, last=False, greater=False):

@@ -10,7 +10,10 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from course.exercises.engine import (
+from helpers import attention  # the references of 03.1 and 03.2: attention.split_heads, attention.combine_heads
+from helpers.attention import MultiHeadAttention
+
+from .engine import (
     FAILED,
     Case,
     ErrorHint,
@@ -25,8 +28,6 @@ from course.exercises.engine import (
     seeded_generator,
     short_message,
 )
-from helpers import attention  # the references of 03.1 and 03.2: attention.split_heads, attention.combine_heads
-from helpers.attention import MultiHeadAttention
 
 
 def _split_without_transpose(x, num_heads):

@@ -6,15 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-)
 from helpers.masks import causal_mask
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks
 
 CAUSAL_MASK_MISTAKES = [
     Mistake(

@@ -6,15 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-)
 from helpers.encoder import positional_encoding
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks
 
 
 def _pe_variant(max_len, d_model, *, swap=False, exponent_dim=False, per_dimension=0, start=0, doubled=False):

@@ -8,18 +8,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers.attention import MultiHeadAttention
 from helpers.encoder import EncoderBlock
 from helpers.masks import padding_mask
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 
 class SelfAttention(nn.Module):

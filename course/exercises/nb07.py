@@ -7,17 +7,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    ErrorHint,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers import tasks
+
+from .engine import Case, ErrorHint, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 
 def _reverse_variant(tokens, lengths, *, shift=0, pad=True):

@@ -8,7 +8,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from course.exercises.engine import (
+from helpers import transformer
+from helpers.attention import MultiHeadAttention
+from helpers.decoder import DecoderBlock
+from helpers.masks import causal_mask, padding_mask
+
+from .engine import (
     Case,
     ErrorHint,
     Mistake,
@@ -19,11 +24,7 @@ from course.exercises.engine import (
     run_checks,
     seeded_generator,
 )
-from course.exercises.nb06 import SelfAttention
-from helpers import transformer
-from helpers.attention import MultiHeadAttention
-from helpers.decoder import DecoderBlock
-from helpers.masks import causal_mask, padding_mask
+from .nb06 import SelfAttention
 
 
 def _shift_variant(targets, bos_id, *, how="right"):

@@ -7,18 +7,10 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    answer_codes,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers import training
 from helpers.decoding import length_penalty
+
+from .engine import Case, Mistake, Verdict, answer_codes, counts_attempts, register_hints, run_checks, seeded_generator
 
 
 def rate_variant(steps, d_model, warmup_steps, *, how="right"):

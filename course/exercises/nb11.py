@@ -10,7 +10,11 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course.exercises.engine import (
+from helpers import efficient
+from helpers.attention import scaled_dot_product_attention
+from helpers.masks import causal_mask
+
+from .engine import (
     Case,
     ErrorHint,
     Mistake,
@@ -21,10 +25,7 @@ from course.exercises.engine import (
     run_checks,
     seeded_generator,
 )
-from course.exercises.nb01 import NO_SCALING
-from helpers import efficient
-from helpers.attention import scaled_dot_product_attention
-from helpers.masks import causal_mask
+from .nb01 import NO_SCALING
 
 
 def _zero_if_minus_inf(t: torch.Tensor) -> torch.Tensor:

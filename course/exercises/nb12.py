@@ -6,16 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers.pretrained import mean_pooled_embedding
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 
 def _pooling_variant(

@@ -6,16 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers.induction import induction_scores, next_token_accuracy
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 
 def _score_variant(weights, periods, *, back=1, valid_only=True, per_row=False, divide_by_n=False, one_period=False):

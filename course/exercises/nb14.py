@@ -8,16 +8,9 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from course.exercises.engine import (
-    Case,
-    Mistake,
-    Verdict,
-    counts_attempts,
-    register_hints,
-    run_checks,
-    seeded_generator,
-)
 from helpers.modern import alibi_slopes, apply_rotary
+
+from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 # --- 14.1 RMSNorm -------------------------------------------------------------------------------------------------
 

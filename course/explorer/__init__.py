@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from helpers.plotting import CMAP, DPI, plot_heads, plot_layers_heads
+from helpers.plotting import CMAP, DPI, mask_array, plot_heads, plot_layers_heads
 
 __all__ = ["AttentionExplorer", "decode_payload", "distinct_labels", "explore_attention", "read_payload"]
 
@@ -105,13 +105,9 @@ def _layers(weights, sequence: int | None) -> tuple[np.ndarray, int | None, int]
 
 def _mask(mask, batch: int | None, index: int, n: int, m: int) -> np.ndarray | None:
     """The (n, m) boolean mask of the shown sequence (True = may attend), from any shape that broadcasts."""
-    if mask is None:
+    mk = mask_array(mask)
+    if mk is None:
         return None
-    if isinstance(mask, torch.Tensor):
-        if mask.dtype != torch.bool:
-            raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
-        mask = mask.detach().cpu().numpy()
-    mk = np.asarray(mask)
     if mk.dtype != np.bool_:
         raise ValueError(f"mask must be boolean (True = may attend), got {mk.dtype}")
     original = mk.shape

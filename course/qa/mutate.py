@@ -7,12 +7,11 @@ A maintainer tool, not run by `pytest`. From the repository root, in the activat
     python -m course.qa.mutate --list                   # list the mutants and their count, run nothing
     python -m course.qa.mutate tasks-02 -k reverse_targets_itself   # does this one test catch tasks-02?
 
-The mutants are data, one module per mutated file in `course/qa/mutants/` (`attention.py` mutates
-`helpers/attention.py`, `explorer_js.py` mutates `course/explorer/explorer.js`, ...). Each declares `FILE`,
-the file it edits, `TESTS`, the unit tests that run for it, and `MUTANTS`, one-line edits of that file (a
-wrong softmax axis, a flipped mask, a dropped residual, a running sum not rescaled, a checker that compares an
-answer with itself, ...), with ids named by module (`attention-03`). A new mutated file gets a new module there,
-listed in `MODULES` of `course/qa/mutants/__init__.py`.
+The mutants are data, one TOML file per mutated file in `course/qa/mutants/` (`attention.toml` mutates
+`helpers/attention.py`, `explorer_js.toml` mutates `course/explorer/explorer.js`, ...). Each holds `file`, the
+file it edits, `tests`, the unit tests that run for it, and its `[[mutant]]` tables, one-line edits of that file
+(a wrong softmax axis, a flipped mask, a dropped residual, a running sum not rescaled, a checker that compares an
+answer with itself, ...), with ids named by the file (`attention-03`).
 
 The engine copies `helpers/`, `course/`, `benchmarks/`, `tests/`, `notebooks/data/` (the saved model a test
 decodes), the notebooks (a test runs notebook 14's inline code), `conftest.py` and `pyproject.toml` into a
@@ -38,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,20 +57,29 @@ class Mutant:
     equivalent: str = ""  # why the edit cannot change behaviour, if it cannot
 
 
+MUTANTS_DIR = Path(__file__).resolve().parent / "mutants"
+
+
 @dataclass(frozen=True)
 class Target:
-    """A mutated file (relative to the root), the tests that run for it, and its mutants."""
+    """A mutated file (relative to the root), the tests that run for it, and its mutants, from `name`.toml."""
 
+    name: str
     file: str
     tests: tuple[str, ...]
     mutants: tuple[Mutant, ...]
 
 
-def targets() -> list[Target]:
-    """Every mutated file with its tests and mutants, read from `course/qa/mutants/`."""
-    from course.qa.mutants import MODULES
+def read_target(path: Path) -> Target:
+    """One `course/qa/mutants/NAME.toml` as a :class:`Target`."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    mutants = tuple(Mutant(**fields) for fields in data["mutant"])
+    return Target(path.stem, data["file"], tuple(data["tests"]), mutants)
 
-    return [Target(module.FILE, tuple(module.TESTS), tuple(module.MUTANTS)) for module in MODULES]
+
+def targets() -> list[Target]:
+    """Every mutated file with its tests and mutants, read from `course/qa/mutants/*.toml`."""
+    return [read_target(path) for path in sorted(MUTANTS_DIR.glob("*.toml"))]
 
 
 PYTEST_ARGS = ["-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:xdist",
@@ -88,7 +97,7 @@ def preload() -> None:
     import numpy  # noqa: F401
     import pytest  # noqa: F401
     import torch
-    import torch.nn.functional
+    import torch.nn.functional  # noqa: F401
 
     matplotlib.use("Agg")
     import matplotlib.pyplot
@@ -97,8 +106,19 @@ def preload() -> None:
     assert "helpers" not in sys.modules
 
 
+CHILD_ENV = {"PYTHONIOENCODING": "utf-8"}  # a child Python writes UTF-8 into the log we read, whatever the locale
+
+
+def forking(no_fork: bool = False) -> bool:
+    """Whether test runs fork this preloaded process: only where ``os.fork`` exists (not on Windows), unless
+    ``--no-fork``. Otherwise each run is a fresh Python, stopped at the timeout by ``subprocess`` (no signals)."""
+    return hasattr(os, "fork") and not no_fork
+
+
 def _forked(workdir: Path, log: Path, timeout: float, body) -> tuple[int | None, float]:
-    """Run ``body()`` (returning an exit code) in a forked child inside ``workdir``; its output goes to ``log``."""
+    """Run ``body()`` (returning an exit code) in a forked child inside ``workdir``; its output goes to ``log``.
+
+    POSIX only (``os.fork``, ``SIGKILL``): :func:`forking` decides whether it is used."""
     sys.stdout.flush()
     sys.stderr.flush()
     start = time.perf_counter()
@@ -139,7 +159,7 @@ def run_tests(workdir: Path, tests: list[str], timeout: float, fork: bool, keywo
 
         code, seconds = _forked(workdir, log, timeout, lambda: pytest.main([*tests, *PYTEST_ARGS]))
     else:
-        env = {**os.environ, "PYTHONPATH": str(workdir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {**os.environ, **CHILD_ENV, "PYTHONPATH": str(workdir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         start = time.perf_counter()
         with log.open("w", encoding="utf-8") as out:
             try:
@@ -168,7 +188,7 @@ def imports_the_copy(workdir: Path, fork: bool) -> bool:
             return 0 if all(path.is_relative_to(workdir) for path in found) else 1
 
         return _forked(workdir, workdir / "import.log", 300, check)[0] == 0
-    env = {**os.environ, "PYTHONPATH": str(workdir)}
+    env = {**os.environ, **CHILD_ENV, "PYTHONPATH": str(workdir)}
     program = f"import importlib; print(*(importlib.import_module(n).__file__ for n in {PACKAGES!r}), sep='\\n')"
     found = subprocess.run(
         [sys.executable, "-c", program], cwd=workdir, env=env, capture_output=True, text=True, encoding="utf-8"
@@ -221,7 +241,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
         work = Path(tmp)
         work_copy(work)
-        fork = hasattr(os, "fork") and not args.no_fork
+        fork = forking(args.no_fork)
         if fork:
             preload()
         if not imports_the_copy(work, fork):

@@ -90,6 +90,7 @@ def rel(path: Path) -> str:
 def kernel_env(threads: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", *OTHER_CPU)}
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+    env["PYTHONIOENCODING"] = "utf-8"  # the child prints cell sources ("√d_k") into a pipe we read as UTF-8
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     env.update(extra or {})
     return env
@@ -149,7 +150,7 @@ def nbval(paths: list[str], extra: dict[str, str]) -> tuple[bool, str, float]:
     """The test command's strict nbval over ``paths``, with ``extra`` in every kernel's environment."""
     start = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if k not in OTHER_CPU}
-    env.update(extra)
+    env.update(extra, PYTHONIOENCODING="utf-8")  # pytest's report may quote a cell ("√d_k"); we read it as UTF-8
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *paths],
         cwd=ROOT,

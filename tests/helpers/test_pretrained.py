@@ -260,5 +260,7 @@ assert not bad, bad
 print("ok")
 """
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8", env=env, timeout=120
+    )
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr

@@ -1,53 +1,7 @@
-"""The mutation check's mutants, one module per mutated file (see `course/qa/mutate.py`).
+"""The mutation check's mutants: data, one TOML file per mutated file (read by `course/qa/mutate.py`).
 
-Each module holds data only: `FILE` (the file it edits, relative to the repository root), `TESTS` (the unit
-tests that run for it) and `MUTANTS` (a list of `Mutant`s, with ids named by module, `attention-03`).
+Each `NAME.toml` holds `file` (the file it edits, relative to the repository root), `tests` (the unit tests that
+run for it) and a list of `[[mutant]]` tables, each with `id` (named by the file: `attention-03`), `old` (text that
+occurs exactly once in the file), `new`, `what` (the bug in words) and, for an edit that cannot change behaviour,
+`equivalent` (why). A new mutated file gets a new TOML file here; nothing else needs to list it.
 """
-
-from course.qa.mutants import (
-    attention,
-    checks,
-    decoder,
-    decoding,
-    efficient,
-    encoder,
-    exercises_engine,
-    explorer_js,
-    explorer_py,
-    induction,
-    masks,
-    modern,
-    nb09,
-    nb10,
-    nb11,
-    plotting,
-    pretrained,
-    reference,
-    tasks,
-    training,
-    transformer,
-)
-
-MODULES = (
-    attention,
-    masks,
-    encoder,
-    reference,
-    tasks,
-    efficient,
-    decoder,
-    transformer,
-    decoding,
-    training,
-    modern,
-    induction,
-    plotting,
-    pretrained,
-    checks,
-    exercises_engine,
-    nb09,
-    nb10,
-    nb11,
-    explorer_py,
-    explorer_js,
-)

@@ -8,7 +8,6 @@ import base64
 import io
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from course.explorer import (
 )
 from helpers.encoder import Encoder
 from helpers.masks import causal_mask, padding_mask
+from tests.support import javascript_engine
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -74,23 +74,10 @@ def test_cross_attention_and_one_layer():
     assert data["queries"] == ["x", "y", "z"] and data["keys"] == ["a", "b", "c", "d"]
 
 
-def _node() -> str | None:
-    """A JavaScript engine: Playwright's own Node.js (requirements.txt installs it), else one on the PATH."""
-    try:
-        import playwright
-
-        bundled = Path(playwright.__file__).parent / "driver" / "node"
-        if bundled.is_file():
-            return str(bundled)
-    except ImportError:
-        pass
-    return shutil.which("node")
-
-
 def test_the_script_reads_each_weight_where_the_payload_put_it():
     """The page's own weight() and masked() functions, run in Node.js on a cross-attention view (n = 2 queries,
     m = 3 keys, so that swapping N and M in the index shows), read back every stored weight and mask bit."""
-    node = _node()
+    node = javascript_engine()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
     g = torch.Generator().manual_seed(3)
@@ -113,7 +100,7 @@ def test_the_script_reads_each_weight_where_the_payload_put_it():
             "console.log(JSON.stringify({w: w, m: m}));",
         ]
     )
-    result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert result.returncode == 0, result.stderr
     read = json.loads(result.stdout)
     np.testing.assert_allclose(np.array(read["w"]).reshape(2, 2, 2, 3), data["weights"], atol=1e-12, rtol=0)
@@ -178,25 +165,33 @@ def test_the_script_and_style_ship_as_files_and_are_inlined():
     inlined into each view: the page needs no file beside it."""
     html = explore_attention(_softmax(2, 3, 3), list("abc")).html
     assert f"<style>{CSS}</style>" in html and f"<script>{SCRIPT_SHIPPED}</script>" in html
-    assert "attn-x-side" in (HELPERS / "explorer.css").read_text() and "attn-x-side" in CSS
-    assert "function distinct(" in (HELPERS / "explorer.js").read_text() and "function distinct(" in SCRIPT_SHIPPED
+    assert "attn-x-side" in (HELPERS / "explorer.css").read_text(encoding="utf-8") and "attn-x-side" in CSS
+    assert (
+        "function distinct(" in (HELPERS / "explorer.js").read_text(encoding="utf-8")
+        and "function distinct(" in SCRIPT_SHIPPED
+    )
     assert "/*" not in CSS and not any(line.startswith("//") for line in SCRIPT_SHIPPED.splitlines())
-    pyproject = (HELPERS.parents[1] / "pyproject.toml").read_text()
+    pyproject = (HELPERS.parents[1] / "pyproject.toml").read_text(encoding="utf-8")
     assert '"explorer.css"' in pyproject and '"explorer.js"' in pyproject
 
 
 def test_the_shipped_script_parses(tmp_path):
     """A syntax error in course/explorer/explorer.js (or one made by stripping its comments) fails here, not in a browser."""
-    node = _node()
+    node = javascript_engine()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
-    for name, text in {"source.js": (HELPERS / "explorer.js").read_text(), "shipped.js": SCRIPT_SHIPPED}.items():
+    for name, text in {
+        "source.js": (HELPERS / "explorer.js").read_text(encoding="utf-8"),
+        "shipped.js": SCRIPT_SHIPPED,
+    }.items():
         path = tmp_path / name
-        path.write_text(text)
-        result = subprocess.run([node, "--check", str(path)], capture_output=True, text=True, timeout=60)
+        path.write_text(text, encoding="utf-8")
+        result = subprocess.run(
+            [node, "--check", str(path)], capture_output=True, text=True, encoding="utf-8", timeout=60
+        )
         assert result.returncode == 0, f"{name}: {result.stderr}"
     broken = tmp_path / "broken.js"
-    broken.write_text(SCRIPT_SHIPPED.replace("function render() {", "function render( {", 1))
+    broken.write_text(SCRIPT_SHIPPED.replace("function render() {", "function render( {", 1), encoding="utf-8")
     assert subprocess.run([node, "--check", str(broken)], capture_output=True, timeout=60).returncode != 0
 
 
@@ -221,7 +216,7 @@ def _css_errors(text: str) -> list[str]:
 
 
 def test_the_shipped_style_parses():
-    assert _css_errors((HELPERS / "explorer.css").read_text()) == []
+    assert _css_errors((HELPERS / "explorer.css").read_text(encoding="utf-8")) == []
     assert _css_errors(CSS) == []
     assert len(re.findall(r"\{", CSS)) >= 20  # every rule survived the comments' removal
     assert _css_errors(CSS.replace("}", "", 1).replace(";", "{", 1))  # and a broken one is caught
@@ -280,14 +275,14 @@ def test_repeated_labels_are_told_apart_by_position():
 
 
 def test_the_script_tells_repeated_labels_apart_as_python_does():
-    node = _node()
+    node = javascript_engine()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
     lines = SCRIPT_SHIPPED.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("function distinct("))
     cases = [["the", "cat", "the"], ["→9"] * 4, ["PAD", "1", "PAD", "__proto__", "__proto__"], ["a"]]
     program = "\n".join([*lines[first : first + 5], f"console.log(JSON.stringify({json.dumps(cases)}.map(distinct)));"])
-    result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([node, "-e", program], capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [distinct_labels(c) for c in cases]
 
@@ -455,7 +450,7 @@ def test_vmax_is_checked(vmax, message):
 def test_the_script_colours_by_the_payloads_range():
     """The page's colour() in Node.js: the top colour (viridis' yellow) at vmax, clamped above it, and 0-1 when the
     payload holds no vmax; the colour scale's top label says the value."""
-    node = _node()
+    node = javascript_engine()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
     lines = SCRIPT_SHIPPED.splitlines()
@@ -474,7 +469,7 @@ def test_the_script_colours_by_the_payloads_range():
                 "  half: colour(TOP / 2), mid: colour(0.5)}));",
             ]
         )
-        result = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
+        result = subprocess.run([node, "-e", program], capture_output=True, text=True, encoding="utf-8", timeout=60)
         assert result.returncode == 0, result.stderr
         results.append((payload, json.loads(result.stdout)))
     (default, one), (spread, top) = results
@@ -524,7 +519,7 @@ def test_the_script_colours_escapes_and_names_heads_as_python_would():
     """The page's colour(), esc() and headColour(), run in Node.js: the colour of a weight is matplotlib's viridis
     at weight / vmax (exactly at the 11 stops the script holds, within a few units of 255 between them), the top
     colour above vmax; every <, >, & and " of a token is escaped; heads past the eighth reuse the palette."""
-    node = _node()
+    node = javascript_engine()
     if node is None:
         pytest.skip("no JavaScript engine (Playwright's Node.js or node)")
     lines = SCRIPT_SHIPPED.splitlines()

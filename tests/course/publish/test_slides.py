@@ -357,10 +357,24 @@ STEP_THROUGH_JS = """([minFigureShare]) => {
 }"""
 
 
+def _projector_page(playwright, tmp_path: Path, network: list, errors: list):
+    """Headless Chromium with every request off the machine refused (recorded in ``network``) and one page at the
+    projector's size whose script errors go to ``errors``; returns the browser (close it) and the page."""
+    from tests.test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context
+
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
+    )
+    page = offline_context(browser, SCREEN, network).new_page()
+    page.set_default_timeout(30_000)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return browser, page
+
+
 @pytest.mark.browser
 def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
     """Step through every slide of every deck at 1920x1080 (reveal.js scale 1.44), as a projector shows it."""
-    from tests.test_browser import CHROMIUM, CHROMIUM_FLAGS, browser_env, offline_context, require_browser
+    from tests.test_browser import require_browser
 
     require_browser()
     decks: Path = request.getfixturevalue("decks")
@@ -370,13 +384,8 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
     network, errors, failures, summary = [], [], [], []
     start = time.monotonic()
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
-        )
+        browser, page = _projector_page(playwright, tmp_path, network, errors)
         try:
-            page = offline_context(browser, SCREEN, network).new_page()
-            page.set_default_timeout(30_000)
-            page.on("pageerror", lambda error: errors.append(str(error)))
             for notebook in _with_slides():
                 path = _deck(decks, notebook)
                 page.goto(path.as_uri(), wait_until="load")
@@ -466,15 +475,7 @@ def _explorer_notebook(root: Path) -> Path:
 
 @pytest.mark.browser
 def test_attention_explorer_in_a_deck(tmp_path: Path):
-    from tests.test_browser import (
-        CHROMIUM,
-        CHROMIUM_FLAGS,
-        EXPLORER,
-        browser_env,
-        exercise_explorer,
-        offline_context,
-        require_browser,
-    )
+    from tests.test_browser import EXPLORER, exercise_explorer, require_browser
 
     require_browser()
     from playwright.sync_api import sync_playwright
@@ -490,13 +491,8 @@ def test_attention_explorer_in_a_deck(tmp_path: Path):
     assert len(expected) == 2 and len(_attributes(built, "img", "src")) == 2  # each with its figure
     network, errors, failures, summary = [], [], [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS, env=browser_env(tmp_path)
-        )
+        browser, page = _projector_page(playwright, tmp_path, network, errors)
         try:
-            page = offline_context(browser, SCREEN, network).new_page()
-            page.set_default_timeout(30_000)
-            page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(deck.as_uri(), wait_until="load")
             page.wait_for_function("window.Reveal && Reveal.isReady() && document.documentElement.dataset.slidesFitted")
             page.evaluate("Reveal.configure({transition: 'none'})")

@@ -30,20 +30,15 @@ def test_each_mutant_applies_exactly_once_and_changes_the_text(target, mutant):
 def test_ids_are_unique_and_named_by_their_module():
     ids = [m.id for _, m in MUTANTS]
     assert len(ids) == len(set(ids))
-    from course.qa.mutants import MODULES
-
-    for module in MODULES:
-        name = module.__name__.rsplit(".", 1)[-1]
-        for mutant in module.MUTANTS:
-            assert re.fullmatch(rf"{name}-\d\d", mutant.id), mutant.id
+    for target in TARGETS:
+        for mutant in target.mutants:
+            assert re.fullmatch(rf"{target.name}-\d\d", mutant.id), mutant.id
 
 
-def test_every_mutants_module_is_listed():
-    from course.qa.mutants import MODULES
-
-    listed = {module.__name__.rsplit(".", 1)[-1] for module in MODULES}
-    files = {p.stem for p in (ROOT / "course" / "qa" / "mutants").glob("*.py") if p.name != "__init__.py"}
-    assert files == listed and len(MODULES) == len(listed)
+def test_the_mutants_are_read_from_every_toml_file_and_ship_with_the_package():
+    files = sorted((ROOT / "course" / "qa" / "mutants").glob("*.toml"))
+    assert [t.name for t in TARGETS] == [p.stem for p in files] and len(files) >= 20
+    assert '"course.qa.mutants" = ["*.toml"]' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 def test_each_mutated_file_is_named_once_and_its_tests_exist():

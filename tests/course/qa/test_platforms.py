@@ -43,7 +43,7 @@ RANDOM = re.compile(r"\btorch\.(randn|rand|randint|randperm|normal)\(|nn\.(Linea
 
 @pytest.mark.parametrize("path", check_platforms.NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_that_draws_random_numbers_has_a_seed_the_check_can_move(path):
-    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
     code = "\n".join("".join(c["source"]) for c in cells)
     if RANDOM.search(code):
         assert shift_seeds(code, 1) != code, (
@@ -58,7 +58,7 @@ MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION"
 def test_every_nbval_marker_is_one_nbval_reads(path):
     # nbval honours a marker only when it is the whole comment: "# NBVAL_IGNORE_OUTPUT: timings" is silently
     # a plain comment, and the output it meant to ignore is compared after all.
-    for cell in json.loads(path.read_text())["cells"]:
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["cell_type"] != "code":
             continue
         for line in "".join(cell["source"]).splitlines():

@@ -61,7 +61,7 @@ def test_the_estimate_counts_words_and_code_and_splits_at_optional_headings(tmp_
         {"cell_type": "markdown", "metadata": {}, "source": "## Exercises\n\n" + "w " * 999},
     ]
     path = tmp_path / "01_t.ipynb"
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     core, optional = reading_time.times(path)
     assert core == pytest.approx((1 + 128 + 3 + 126) / 130 + 2 / 8)  # T, 128 words, "3. Core again", 2 code lines
     assert optional == pytest.approx((3 + 2 + 120) / 130)  # "2. Optional: more", the takeaway, 120 words
