@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from course import student_copy
 from tests.support import notebook_headings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +107,8 @@ def test_notebook_links_the_glossary(path: Path):
 
 def test_there_is_a_solution_notebook_for_every_numbered_one():
     """So that the parametrised link check above covers the whole series."""
+    if student_copy.is_student_copy(ROOT):
+        pytest.skip("a student copy has no worked solutions")
     assert len(NUMBERED) == 14 and {p.name[:2] for p in SOLUTIONS} == {p.name[:2] for p in NUMBERED}
 
 

@@ -18,18 +18,26 @@ What a checker does:
 - When your answer is wrong, it runs deliberately wrong versions of the reference (the classic mistakes); if one
   reproduces your answer on every case, the verdict names that mistake and how to fix it. Otherwise it says where
   the wrong entries are (a column, row or batch only when the pattern is structural) and gives a hint.
-- A stub whose own body still raises ``NotImplementedError`` is "not attempted yet" and gets the first hint. A
-  ``NotImplementedError`` raised deeper, in an unfinished function your answer calls, is a failure that says where.
+- A stub whose own body still raises a bare ``NotImplementedError`` is "not attempted yet" and gets the first hint.
+  A ``NotImplementedError`` raised deeper, in an unfinished function your answer calls, is a failure that says
+  where; one your answer raises with a message of its own is a failure like any error.
+- Where an exercise asks for whole-tensor code (10.1), an answer with right values whose own lines ran once per
+  element (a Python loop or comprehension) fails, naming the line.
 
-Hints come in tiers, chosen by how many attempts at the exercise failed before in this kernel (counted per
-exercise id, "01.1"; a stub does not count; a pass is counted and shown as "(attempt 3)" but resets nothing):
+Hints come in tiers, chosen by how many failures at the exercise that no named mistake explains came before in this
+kernel (counted per exercise id, "01.1"; a stub does not count; every attempt is counted and a pass is shown as
+"(attempt 3)"):
 
 1. the first failure that no named mistake explains gets the conceptual hint: which equation, which axis, what to
    print to see the difference;
 2. the second gets a hint in code: which functions, which shapes, not assembled;
 3. the third and later get a reference solution, line by line.
 
-A failure that names a mistake gives its diagnosis on every attempt. ``solution("01.1")`` (or
+In graded mode (``ATTENTION_GRADED=1``, or the file ``course/exercises/GRADED`` of a student copy) the third and
+later failures get the hint in code again, never a solution, and ``solution("01.1")`` says that solutions are
+switched off; ``ATTENTION_GRADED=0`` turns it off.
+
+A failure that names a mistake gives its diagnosis on every attempt and does not use up a tier. ``solution("01.1")`` (or
 ``verdict.solution()``) shows a solution at any time; other ways to write it pass as well. ``reset_attempts()``
 forgets the counts, of one exercise (``reset_attempts("01.1")``) or of all. A verdict's text depends only on your
 answer and the count, so a notebook that runs a checker several times shows the same text on every Run All.

@@ -24,15 +24,19 @@ import copy
 import ctypes
 import functools
 import inspect
+import json
 import linecache
 import math
 import os
 import re
+import sys
 import sysconfig
 import threading
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -175,11 +179,35 @@ class Hints:
     solution: str
 
 
+GRADED_VARIABLE = "ATTENTION_GRADED"
+GRADED_MARKER = Path(__file__).with_name("GRADED")
+"""The file that turns graded mode on where the variable is not set (``python -m course.student_copy`` writes it)."""
+
+_SWITCHED_OFF = (
+    "Solutions are switched off: graded mode is on (ATTENTION_GRADED=1, or a student copy's "
+    "course/exercises/GRADED file). The hints still come; your teacher goes through the solutions later."
+)
+
+
+def graded() -> bool:
+    """Whether graded mode is on: no checker shows solution code, and :func:`solution` says it is switched off.
+
+    ``ATTENTION_GRADED=1`` turns it on and ``ATTENTION_GRADED=0`` off; unset (or empty), it is on where the file
+    :data:`GRADED_MARKER` exists (a student copy)."""
+    value = os.environ.get(GRADED_VARIABLE, "").strip()
+    if value in ("1", "0"):
+        return value == "1"
+    if value:
+        raise ValueError(f"{GRADED_VARIABLE} must be 1 (graded mode on) or 0 (off), got {value!r}")
+    return GRADED_MARKER.exists()
+
+
 _REGISTRY: dict[str, Hints] = {}  # exercise id ("01.1") -> its hints
 
-_ATTEMPTS: dict[str, list[bool]] = {}
-"""Each exercise's attempts in this kernel, in order, True for a pass: ``{"01.1": [False, False, True]}``. A stub
-("not attempted") does not count; a pass is recorded and resets nothing."""
+_ATTEMPTS: dict[str, list[bool | None]] = {}
+"""Each exercise's attempts in this kernel, in order: True for a pass, False for a failure no named mistake explains
+(it climbs the hint tiers), None for a failure whose mistake the checker named (its diagnosis is the help, and it
+does not use up a tier): ``{"01.1": [False, None, False, True]}``. A stub ("not attempted") does not count."""
 
 
 def register_hints(exercise_id: str, concept: str, code: str, solution: str) -> Hints:
@@ -204,10 +232,13 @@ def _exercise_id(exercise: str) -> str:
 
 def solution(exercise: str) -> _Code:
     """A reference solution of a checked exercise, ``solution("01.1")``, as code: the body of the exercise's
-    function (or its class, for 03.3). Other ways to write it pass as well."""
+    function (or its class, for 03.3). Other ways to write it pass as well. In graded mode (:func:`graded`) it says
+    that solutions are switched off instead."""
     key = _exercise_id(str(exercise))
     if key not in _REGISTRY:
         raise ValueError(f"no checked exercise {exercise!r}; the checked ones are {', '.join(sorted(_REGISTRY))}.")
+    if graded():
+        return _Code(_SWITCHED_OFF)
     return _Code(_REGISTRY[key].solution)
 
 
@@ -224,8 +255,17 @@ _TIERED_HINT = "\x00tiered hint"  # a placeholder among a verdict's details: _re
 
 
 def _tiered(hints: Hints, failures: int, exercise_id: str) -> list[str]:
-    """The hint for the ``failures``-th failed attempt at an exercise that no named mistake explains."""
+    """The hint for the ``failures``-th failed attempt at an exercise that no named mistake explains (failures the
+    checker named do not count: the first unexplained one always gets the conceptual hint). In graded mode no tier
+    shows the solution."""
     ask = f'course.exercises.solution("{exercise_id}")'
+    if graded():
+        if failures <= 1:
+            return [f"Hint: {hints.concept}", f"(Failed attempt 1 at {exercise_id}: a second adds a hint in code.)"]
+        return [
+            f"Hint in code: {hints.code}",
+            f"(Failed attempt {failures} at {exercise_id}: graded mode is on, so no solution is shown.)",
+        ]
     if failures <= 1:
         return [
             f"Hint: {hints.concept}",
@@ -250,7 +290,7 @@ def _record(verdict: Verdict) -> Verdict:
         return verdict
     exercise_id = verdict.exercise_id
     history = _ATTEMPTS.setdefault(exercise_id, [])
-    history.append(verdict.passed)
+    history.append(True if verdict.passed else (False if _TIERED_HINT in verdict.details else None))
     verdict.attempt = len(history)
     if verdict.passed and len(history) > 1:
         verdict.message = f"{verdict.message.rstrip('.')} (attempt {len(history)})."
@@ -270,9 +310,23 @@ def counts_attempts(checker: Callable) -> Callable:
 
     @functools.wraps(checker)
     def counted(*args, **kwargs) -> Verdict:
-        return _record(checker(*args, **kwargs))
+        return _report(_record(checker(*args, **kwargs)))
 
     return counted
+
+
+GRADEBOOK_VARIABLE = "ATTENTION_GRADEBOOK"
+"""Where ``python -m course.grade`` collects verdicts: the file this variable names gets one JSON line a verdict."""
+
+
+def _report(verdict: Verdict) -> Verdict:
+    """Append the verdict to the gradebook file, when ``python -m course.grade`` runs this kernel."""
+    if path := os.environ.get(GRADEBOOK_VARIABLE):
+        line = {"exercise": verdict.exercise_id, "status": verdict.status, "mistake": verdict.mistake}
+        line["message"] = verdict.message
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(line) + "\n")
+    return verdict
 
 
 # --- running the reader's code: fresh inputs, a time limit, where an error was raised ----------
@@ -560,15 +614,53 @@ def answer_codes(fn) -> set:
     return {code} if code is not None else set()
 
 
+def busiest_line(fn: Callable, args: tuple) -> tuple[int, int]:
+    """``(line, times)``: the line of the answer's own code (comprehensions included) that ran most often in one call
+    ``fn(*args)``, and how often; ``(0, 0)`` when none ran. A Python loop over a tensor's elements shows as a line
+    run once per element; a loop over the arguments, a handful of times. For exercises that ask for whole-tensor
+    code; call it only on an answer that has passed (it runs the answer once more, traced, without a time limit)."""
+    codes = answer_codes(fn)
+    pending = list(codes)
+    while pending:  # the code of comprehensions and nested functions, which Python 3.11 runs in frames of their own
+        nested = [const for const in pending.pop().co_consts if isinstance(const, types.CodeType)]
+        codes.update(nested)
+        pending += nested
+    counts: dict[int, int] = {}
+
+    def count_lines(frame, event, arg):
+        if event == "line":
+            counts[frame.f_lineno] = counts.get(frame.f_lineno, 0) + 1
+        return count_lines
+
+    def on_call(frame, event, arg):
+        return count_lines if frame.f_code in codes else None
+
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        with torch.no_grad():
+            fn(*fresh_copy(args))
+    finally:
+        sys.settrace(previous)
+    return max(counts.items(), key=lambda item: item[1], default=(0, 0))
+
+
 _STUB_MESSAGE = re.compile(r"your code|todo|stub|exercise", re.IGNORECASE)
 
 
 def _raised_by_stub(error: NotImplementedError, codes: set) -> bool:
-    """True when the answer's own body raised it (the stub), or its message marks a stub."""
-    last = None
-    for tb in _frames(error):
-        last = tb
-    return (last is not None and last.tb_frame.f_code in codes) or bool(_STUB_MESSAGE.search(str(error)))
+    """True when the error marks an untouched stub: its message says so, or the answer's own body raised it with no
+    message, as every stub does (``raise NotImplementedError``). A reader's own ``raise NotImplementedError("...")``
+    with a message of theirs is their answer's verdict, not the stub's."""
+    if _STUB_MESSAGE.search(str(error)):
+        return True
+    return _last_code(error) in codes and not error.args
+
+
+def _last_code(error: BaseException):
+    """The code object of the innermost frame of the traceback: where ``error`` was raised."""
+    frames = list(_frames(error))
+    return frames[-1].tb_frame.f_code if frames else None
 
 
 def short_message(text: str, limit: int = 300) -> str:
@@ -963,6 +1055,8 @@ def run_once(exercise, answer, subject, args, codes, hints, error_hints):
             )
         if _raised_by_stub(error, codes):
             return None, Verdict(exercise, NOT_ATTEMPTED, "not attempted yet.", details=[f"Hint: {hints.concept}"])
+        if _last_code(error) in codes:
+            return None, _error_verdict(exercise, subject, error, error_hints)  # the reader's own raise, as any error
         where = _where_raised(error) or "a function your answer calls"
         return None, Verdict(
             exercise,

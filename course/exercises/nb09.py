@@ -37,6 +37,8 @@ def _shift_variant(targets, bos_id, *, how="right"):
         return torch.cat([bos, targets.roll(-1, dims=1)[:, 1:]], dim=1)
     if how == "roll":
         return targets.roll(1, dims=1)
+    if how == "rolled rows":  # torch.roll(targets, 1, dims=0), then bos_id written into position 0
+        return torch.cat([bos, targets.roll(1, dims=0)[:, 1:]], dim=1)
     if how == "rolled left":  # torch.roll(targets, -1, dims=1): the first token wraps round to the end
         return targets.roll(-1, dims=1)
     if how == "rolled left flattened":  # torch.roll(targets, -1) without dims
@@ -61,10 +63,12 @@ def _shift_variant(targets, bos_id, *, how="right"):
 def shift_cases() -> list[Case]:
     g = seeded_generator(13)
     full = torch.cat([torch.randint(5, 20, (2, 4), generator=g), torch.full((2, 1), 2)], dim=1)  # ... <eos>=2
-    padded = torch.tensor([[7, 8, 9, 2, 0, 0], [11, 12, 13, 14, 15, 2], [6, 2, 0, 0, 0, 0]])
+    # int32 in the second case: an answer that builds <bos> in the default dtype (torch.full without dtype=,
+    # torch.tensor of a list) returns int64 whatever the targets are, and only targets of another dtype show it.
+    padded = torch.tensor([[7, 8, 9, 2, 0, 0], [11, 12, 13, 14, 15, 2], [6, 2, 0, 0, 0, 0]], dtype=torch.int32)
     return [
         Case("B=2, n=5, bos_id=1", (full, 1)),
-        Case("B=3, n=6, right-padded with 0, bos_id=3", (padded, 3)),
+        Case("B=3, n=6, right-padded with 0, int32 targets, bos_id=3", (padded, 3)),
     ]
 
 
@@ -91,6 +95,13 @@ SHIFT_MISTAKES = [
         "torch.roll(targets, 1) without dims rolls the flattened tensor, so position 0 of each row gets the "
         "last token of the row before (and no <bos>). Give the axis, dims=1, and then write bos_id into "
         "position 0; or build the result with torch.cat: <bos> first, then targets[:, :-1].",
+    ),
+    Mistake(
+        "rolled across rows",
+        lambda t, b: _shift_variant(t, b, how="rolled rows"),
+        "torch.roll(targets, 1, dims=0) moves whole rows (each sequence takes the tokens of the one above it), "
+        "not positions: roll along dims=1, the positions, then write bos_id into position 0; or build the result "
+        "with torch.cat: <bos> first, then targets[:, :-1].",
     ),
     Mistake(
         "first token overwritten",
@@ -183,12 +194,14 @@ def decoder_block_variant(
     inverted=(False, False),
     last_norm=True,
     transposed=False,
+    skip=(),
 ):
     """The post-norm decoder layer (§3.1), or one classic mistake of it.
 
     ``residual``: True (LayerNorm(x + Sublayer(x))), False (none), "after" (LayerNorm(Sublayer(x)) + x) or
     "input" (every residual taken from the block's input); ``inverted``: masks in PyTorch's True = ignore;
-    ``transposed``: the causal mask's transpose (the future visible, the past hidden)."""
+    ``transposed``: the causal mask's transpose (the future visible, the past hidden); ``skip``: the sub-layers
+    (0, 1, 2: self, cross, feed-forward) whose residual alone is missing."""
     norm = [(n1, n2, n3)[i] for i in norms]
     self_mask = self_mask.transpose(-2, -1) if transposed else self_mask
     s_mask = (~self_mask if inverted[0] else self_mask) if masks[0] else None
@@ -212,7 +225,7 @@ def decoder_block_variant(
         elif residual == "input":
             x = norm[i](first + sub(x))
         else:
-            x = norm[i](x + sub(x) if residual else sub(x))
+            x = norm[i](x + sub(x) if residual and i not in skip else sub(x))
     return x
 
 
@@ -357,6 +370,18 @@ DECODER_MISTAKES = [
         lambda *a: decoder_block_variant(*a, residual=False),
         "the residual connections are missing: each sub-layer's input must be added back before the norm, "
         "LayerNorm(x + Sublayer(x)).",
+    ),
+    Mistake(
+        "no residual around the feed-forward",
+        lambda *a: decoder_block_variant(*a, skip=(2,)),
+        "the feed-forward sub-layer has no residual: its input must be added back before the last norm, "
+        "LayerNorm(z + FFN(z)), as for the two attention sub-layers (§3.1: every sub-layer has one).",
+    ),
+    Mistake(
+        "no residual around the cross-attention",
+        lambda *a: decoder_block_variant(*a, skip=(1,)),
+        "the cross-attention sub-layer has no residual: its input must be added back before the second norm, "
+        "LayerNorm(z + CrossAttention(z, memory)) (§3.1: every sub-layer has one).",
     ),
     *(
         Mistake(

@@ -10,7 +10,19 @@ import torch
 from helpers import training
 from helpers.decoding import length_penalty
 
-from .engine import Case, Mistake, Verdict, answer_codes, counts_attempts, register_hints, run_checks, seeded_generator
+from .engine import (
+    FAILED,
+    Case,
+    ErrorHint,
+    Mistake,
+    Verdict,
+    answer_codes,
+    busiest_line,
+    counts_attempts,
+    register_hints,
+    run_checks,
+    seeded_generator,
+)
 
 
 def rate_variant(steps, d_model, warmup_steps, *, how="right"):
@@ -134,13 +146,21 @@ _RATE_HINTS = register_hints(
 )
 
 
+_PYTHON_MIN = ErrorHint(
+    "Python's min on tensors",
+    lambda error: "Boolean value of Tensor with more than one value is ambiguous" in str(error),
+    "Python's built-in min (or max, or an `if`) compares two whole tensors as one truth value, which a tensor of "
+    "many steps does not have. Take the elementwise minimum of the two curves with torch.minimum(a, b).",
+)
+
+
 @counts_attempts
 def check_rate(rate: Callable) -> Verdict:
     """Exercise 10.1: ``rate(steps (S,) float64, d_model, warmup_steps) -> learning rates (S,)``, Eq. 3 (§5.3).
 
     Answers are compared in units of the peak rate ``(d_model * warmup_steps) ** -0.5``, so the tolerance is
     relative (about 1e-4) at every step, late small rates included."""
-    return run_checks(
+    verdict = run_checks(
         "Exercise 10.1 the learning rate of Eq. 3",
         in_peak_units(rate) if callable(rate) else rate,
         reference=in_peak_units(_helper_rate),
@@ -153,6 +173,24 @@ def check_rate(rate: Callable) -> Verdict:
             "samples every 37th step, the second every step.",
         ),
         input_names=("steps", "d_model", "warmup_steps"),
+        error_hints=(_PYTHON_MIN,),
+    )
+    if not verdict.passed:
+        return verdict
+    line, times = busiest_line(rate, rate_cases()[0].args)
+    if times <= 100:  # the case has 811 steps: a loop over them runs its body 811 times
+        return verdict
+    return Verdict(
+        "Exercise 10.1 the learning rate of Eq. 3",
+        FAILED,
+        f"the rates are right, but line {line} of your answer ran {times} times for {len(rate_cases()[0].args[0])} "
+        "steps: a Python loop.",
+        "Python loop",
+        [
+            "Likely mistake: the exercise asks for no Python loop. A loop (or a comprehension) over the steps runs "
+            "Python once per step, far slower than one tensor expression over all the steps at once: compute both "
+            "curves of Eq. 3 on the whole steps tensor and take their elementwise minimum (torch.minimum)."
+        ],
     )
 
 
@@ -170,6 +208,10 @@ def score_variant(sum_log_p, lengths, alpha, *, how="right"):
         return sum_log_p / lengths
     if how == "precedence":  # (5 + |Y|) / 6 ** alpha: the power binds tighter than the division
         return sum_log_p / ((5 + lengths) / 6**alpha)
+    if how == "5 + |Y| / 6":  # the division binds tighter than the addition
+        return sum_log_p / (5 + lengths / 6) ** alpha
+    if how == "floor division":  # // rounds (5 + |Y|) / 6 down to a whole number
+        return sum_log_p / ((5 + lengths) // 6) ** alpha
     if how == "length^alpha":
         return sum_log_p / lengths**alpha
     return sum_log_p / ((5 + lengths) / 6) ** alpha
@@ -219,18 +261,30 @@ SCORE_MISTAKES = [
         "mean log p",
         lambda s, n, a: score_variant(s, n, a, how="mean"),
         "dividing by the length gives "
-        "the mean log-probability, a different normalisation: the paper uses GNMT's ((5 + |Y|) / 6) ** alpha.",
+        "the mean log-probability, a different normalisation: the paper uses Wu et al.'s ((5 + |Y|) / 6) ** alpha.",
     ),
     Mistake(
         "length ** alpha",
         lambda s, n, a: score_variant(s, n, a, how="length^alpha"),
-        "|Y| ** alpha is a simpler penalty; GNMT's (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
+        "|Y| ** alpha is a simpler penalty; Wu et al.'s (the paper's, §6.1) is ((5 + |Y|) / 6) ** alpha.",
     ),
     Mistake(
         "precedence",
         lambda s, n, a: score_variant(s, n, a, how="precedence"),
-        "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. GNMT's "
-        "lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
+        "the power binds tighter than the division: (5 + |Y|) / 6 ** alpha divides by 6 ** alpha alone. Wu et "
+        "al.'s lp(Y) is ((5 + |Y|) / 6) ** alpha, with the parentheses.",
+    ),
+    Mistake(
+        "parentheses around 5 + |Y| missing",
+        lambda s, n, a: score_variant(s, n, a, how="5 + |Y| / 6"),
+        "the division binds tighter than the addition: 5 + |Y| / 6 adds 5 to |Y| / 6. The penalty is "
+        "((5 + |Y|) / 6) ** alpha, which is 1 for a one-token hypothesis.",
+    ),
+    Mistake(
+        "floor division",
+        lambda s, n, a: score_variant(s, n, a, how="floor division"),
+        "// is floor division: (5 + |Y|) // 6 rounds down to a whole number, 1 for every length from 1 to 6, so "
+        "short hypotheses get no penalty at all and longer ones jump in steps. Divide with /.",
     ),
 ]
 
@@ -242,14 +296,14 @@ _SCORE_HINTS = register_hints(
     "5 and 6, and alpha? To see a difference, print your scores for alpha = 0 (they must equal the sums) and "
     "for one token (the penalty of a one-token hypothesis is 1 for every alpha).",
     "divide each sum by lp(Y), computed elementwise from the tensor of lengths; check the constants 5 and 6 "
-    "and where alpha goes in GNMT's formula.",
-    "lp = ((5 + lengths) / 6) ** alpha  # GNMT's length penalty; |Y| counts <eos>\nreturn sum_log_p / lp",
+    "and where alpha goes in the penalty of Wu et al. (2016).",
+    "lp = ((5 + lengths) / 6) ** alpha  # Wu et al.'s length penalty; |Y| counts <eos>\nreturn sum_log_p / lp",
 )
 
 
 @counts_attempts
 def check_length_penalty(score: Callable) -> Verdict:
-    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, GNMT's penalty (§6.1)."""
+    """Exercise 10.2: ``score(sum_log_p (K,), lengths (K,) int, alpha) -> scores (K,)``, Wu et al.'s penalty (§6.1)."""
     return run_checks(
         "Exercise 10.2 the length penalty",
         score,

@@ -100,6 +100,8 @@ def online_cases() -> list[Case]:
     large_max, large_sum = state_after(torch.randn(3, 6, generator=g) * 3 + torch.tensor([[500.0], [-500.0], [480.0]]))
     masked_max, masked_sum = state_after(torch.tensor([[-inf, -inf, -inf], [0.5, -1.0, 2.0], [-inf, -inf, -inf]]))
     masked_block = torch.tensor([[-inf, -inf, -inf, -inf], [-inf, -inf, -inf, -inf], [1.0, -inf, 3.0, 0.0]])
+    fresh_masked = torch.randn(3, 5, generator=g) * 2
+    fresh_masked[1] = -inf
     long_row = torch.randn(3, 1000, generator=g) * 4
     long_row[2, ::3] = -inf  # a padding-like row with masked entries in every block
     return [
@@ -119,6 +121,11 @@ def online_cases() -> list[Case]:
             "real block",
             (masked_max, masked_sum, masked_block),
             regions={"row 0, which has seen only -inf entries": torch.tensor([True, False, False])},
+        ),
+        Case(
+            "a first block from (-inf, 0) in which row 1 is all -inf (a fully masked row of a fresh batch)",
+            (torch.full((3,), -inf), torch.zeros(3), fresh_masked),
+            regions={"row 1, which has seen only -inf entries": torch.tensor([False, True, False])},
         ),
         Case(
             "3 long rows of 1000 entries folded in blocks of 64 from (-inf, 0): max + log(sum) must equal "
@@ -359,6 +366,9 @@ def cached_cases() -> list[Case]:
         case("one new position after t=5 cached; B=2, h=3, d_k=d_v=8", 2, 3, 1, 5, 8, 8),
         case("a chunk of 3 new positions after t=4 cached; B=1, h=2, d_k=d_v=4", 1, 2, 3, 4, 4, 4),
         case("2 new positions after t=3 cached, d_k=8, d_v=5; B=2, h=2", 2, 2, 2, 3, 8, 5),
+        # The prompt: the first call of a generation sees several positions and no cache, and needs the causal mask
+        # as much as any later chunk (an answer that masks only when something is cached fails only here).
+        case("a prompt: 4 new positions, empty caches (t=0); B=2, h=2, d_k=d_v=4", 2, 2, 4, 0, 4, 4),
     ]
 
 
@@ -422,6 +432,14 @@ CACHED_MISTAKES = [
         "no causal mask: with several new positions at once, each new query also sees the new positions after "
         "it. Query i may see the t cached keys and the new keys up to and including its own position (keys "
         "j <= t + i); with a single new query no mask is needed.",
+    ),
+    Mistake(
+        "no causal mask on the prompt",
+        lambda *a: _cached_variant(*a, mask=None if a[3].shape[-2] == 0 else "lower right"),
+        "no causal mask when the caches are empty: the prompt, the first call of a generation, brings several new "
+        "positions and nothing cached, and each of them may still see only itself and the positions before it. "
+        "Mask whenever there are several new positions, whatever t is (causal_mask(n_new, past=t) with t = 0 is "
+        "the plain lower triangle).",
     ),
     Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False), _NEW_LEFT_OUT),
     Mistake("new keys left out", lambda *a: _cached_variant(*a, attend_new=False, caches="old"), _NEW_LEFT_OUT),
@@ -522,9 +540,11 @@ def _heads_not_matched(h: int, h_kv: int) -> ErrorHint:
     return ErrorHint(
         "key/value heads not shared out",
         matches,
-        f"the {h} query heads met the {h_kv} key/value heads as they are, and the two head axes do not broadcast: "
-        f"first give every query head its key/value head (here each of the {h_kv} serves {h // h_kv} consecutive "
-        "query heads).",
+        f"the {h} query heads met {h_kv} key/value heads, and the two head axes (axis 1) do not broadcast: either "
+        "the key/value heads were not repeated, or they were repeated along another axis (repeat_interleave(..., "
+        f"dim=2) multiplies the positions, giving (B, {h_kv}, m * {h // h_kv}, d)). Repeat along the heads axis, "
+        f"dim=1, so that every query head has its key/value head (here each of the {h_kv} serves {h // h_kv} "
+        "consecutive query heads).",
     )
 
 

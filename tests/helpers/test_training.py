@@ -230,9 +230,13 @@ def test_rate_checker_accepts_eq3_and_names_each_mistake():
     from course import exercises as ex
 
     def right(steps, d_model, warmup_steps):
+        return d_model**-0.5 * torch.minimum(steps**-0.5, steps * warmup_steps**-1.5)
+
+    def one_step_at_a_time(steps, d_model, warmup_steps):  # right values, but the exercise asks for tensor code
         return torch.tensor([rate(int(s), d_model, warmup_steps) for s in steps], dtype=steps.dtype)
 
     assert ex.check_rate(right).passed
+    assert ex.check_rate(one_step_at_a_time).mistake == "Python loop"
     assert ex.check_rate(_stub).status == "not attempted"
     wrong = {
         "max for min": lambda s, d, w: d**-0.5 * torch.max(s**-0.5, s / w**1.5),

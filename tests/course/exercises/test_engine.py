@@ -56,6 +56,26 @@ def test_stubs_are_not_attempted_with_a_hint(checker):
     assert verdict.status == "failed" and verdict.mistake == "no return" and "forget `return`" in str(verdict)
 
 
+def test_a_readers_own_not_implemented_error_is_their_verdict_not_the_stubs():
+    """The student review: an answer that raises NotImplementedError with a message of its own (a case it does not
+    handle) was called "not attempted yet". Only a bare raise in the answer's body, as every stub has, or a message
+    that says "your code" or "TODO", is the untouched stub."""
+
+    def refuses_masks(query, key, value, mask=None):
+        if mask is not None:
+            raise NotImplementedError("masks are not supported yet")
+        return attention_einsum(query, key, value)
+
+    verdict = ex.check_masked_attention(refuses_masks)
+    text = str(verdict)
+    assert verdict.status == "failed" and "masks are not supported yet" in text and "refuses_masks" in text, text
+
+    def todo(query, key, value):
+        raise NotImplementedError("TODO: write your code here")
+
+    assert ex.check_attention(todo).status == "not attempted"
+
+
 def test_checkers_leave_the_readers_random_state_alone():
     torch.manual_seed(123)
     expected = torch.rand(3)
@@ -149,6 +169,49 @@ def test_every_checked_exercise_has_hints_in_three_tiers():
     for exercise_id, hints in engine.registered_hints().items():
         assert hints.concept and hints.code and hints.solution, exercise_id
         assert hints.code not in hints.solution and hints.solution.splitlines()[-1] not in hints.code, exercise_id
+
+
+def _unexplained(*args, **kwargs):
+    """A wrong answer no checker can name: it raises an error no ErrorHint knows."""
+    raise RuntimeError("an answer that fails in its own way")
+
+
+class _Unexplained(torch.nn.Module):  # the same, for 03.3, which takes a class
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        raise RuntimeError("an answer that fails in its own way")
+
+
+def test_every_public_checker_counts_attempts():
+    checkers = [getattr(ex, name) for name in ex.__all__ if name.startswith("check_")]
+    assert len(checkers) == len(SOLUTIONS) - 1  # 06.2 is check_encoder_block(..., norm_first=True)
+    for checker in checkers:
+        assert checker.__code__ is engine.counts_attempts(_unexplained).__code__, checker.__name__
+
+
+@pytest.mark.parametrize("exercise_id", SOLUTIONS)
+def test_every_checker_counts_unexplained_failures_into_tiers(exercise_id):
+    """Issue 33: the first failure no named mistake explains gets the idea, the second the code-level hint, the third
+    the solution; in graded mode no tier, and not solution(), shows solution code."""
+    checker, signature = SOLUTIONS[exercise_id]
+    wrong = _Unexplained if signature is None else _unexplained
+    solution_lines = [line.strip() for line in engine.registered_hints()[exercise_id].solution.splitlines()]
+    texts = [str(checker(wrong)) for _ in range(3)]
+    assert "Hint: " in texts[0] and "Hint in code" not in texts[0] and "A solution" not in texts[0], texts[0]
+    assert "Hint in code: " in texts[1] and "A solution" not in texts[1], texts[1]
+    assert f"A solution (failed attempt 3 at {exercise_id})" in texts[2], texts[2]
+    assert all(line in texts[2] for line in solution_lines)
+    ex.reset_attempts(exercise_id)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTENTION_GRADED", "1")
+        graded = [str(checker(wrong)) for _ in range(4)]
+        assert "switched off" in ex.solution(exercise_id)
+    assert "Hint: " in graded[0] and "Hint in code: " in graded[1], graded[:2]
+    for attempt, text in enumerate(graded[2:], start=3):
+        assert f"(Failed attempt {attempt} at {exercise_id}: graded mode is on, so no solution is shown.)" in text
+    for text in graded:
+        assert "A solution" not in text and "solution(" not in text, text
+        assert not all(line in text for line in solution_lines), text
 
 
 @pytest.mark.parametrize("exercise_id", SOLUTIONS)

@@ -91,8 +91,14 @@ def test_a_named_mistake_keeps_its_diagnosis_on_every_attempt():
         assert "Likely mistake: the scores are not divided by sqrt(d_k)" in text and "Hint" not in text, text
         assert "A solution" not in text
     assert len(set(texts)) == 1  # the same words every time
-    # the failures still count: the next unnamed failure is the fifth, and shows a solution
-    assert "A solution (failed attempt 5 at 01.1)" in str(ex.check_attention(attention_doubled_output))
+    # Named failures do not climb the hint tiers (the student review: after two or three named mistakes, the first
+    # unnamed one printed the whole solution). The first unexplained failure gets the conceptual hint, whatever came
+    # before; the verdict still counts every attempt.
+    unnamed = ex.check_attention(attention_doubled_output)
+    assert "Hint: Eq. 1" in str(unnamed) and "(Failed attempt 1 at 01.1" in str(unnamed), str(unnamed)
+    assert "A solution" not in str(unnamed) and unnamed.attempt == 5
+    assert "Hint in code" in str(ex.check_attention(attention_doubled_output))
+    assert "A solution (failed attempt 3 at 01.1)" in str(ex.check_attention(attention_doubled_output))
 
 
 def test_a_solution_is_given_only_when_asked_for():
@@ -103,6 +109,20 @@ def test_a_solution_is_given_only_when_asked_for():
     assert ex.solution("Exercise 05.1 positional encoding") == ex.solution("05.1")
     with pytest.raises(ValueError, match=r"01\.1"):
         ex.solution("99.1")
+
+
+def test_graded_mode_shows_hints_but_never_the_solution(monkeypatch):
+    monkeypatch.setenv("ATTENTION_GRADED", "1")
+    texts = [str(ex.check_attention(attention_doubled_output)) for _ in range(4)]
+    assert "Hint: Eq. 1" in texts[0] and "Hint in code: key.transpose(-2, -1)" in texts[1]
+    assert all("torch.softmax(scores, dim=-1)" not in text and "A solution" not in text for text in texts), texts
+    assert "(Failed attempt 4 at 01.1: graded mode is on, so no solution is shown.)" in texts[3]
+    assert "switched off" in ex.solution("01.1") and "softmax" not in ex.solution("01.1")
+    assert ex.check_attention(attention_doubled_output).solution() == ex.solution("01.1")
+    with pytest.raises(ValueError, match=r"01\.1"):
+        ex.solution("99.1")  # an unknown exercise is still an error
+    monkeypatch.setenv("ATTENTION_GRADED", "0")
+    assert "torch.softmax(scores, dim=-1)" in ex.solution("01.1")
 
 
 def attention_dot_t(query, key, value):  # the 2-D habit of notebook 01 §3, on batched input

@@ -4,6 +4,7 @@ named."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from course import exercises as ex
 from course.exercises import engine, nb09
@@ -73,11 +74,25 @@ def test_shift_right_checker_wants_the_targets_dtype():
     assert verdict.status == "failed" and verdict.mistake == "wrong dtype", text
     assert "dtype torch.int32, expected torch.int64, the dtype of `targets`" in text and "Hint:" not in text, text
 
-    def bos_from_a_list(targets, bos_id):  # torch.tensor of Python ints is int64 here: right
+    # <bos> made in the default dtype: right for int64 targets, and int64 again (by type promotion in torch.cat)
+    # for int32 ones. The checker's int32 case catches each (the student review's false pass).
+    def bos_from_a_list(targets, bos_id):
         bos = torch.tensor([[bos_id]] * targets.shape[0])
         return torch.cat([bos, targets[:, :-1]], dim=1)
 
-    assert ex.check_shift_right(bos_from_a_list).passed
+    def bos_from_full(targets, bos_id):
+        return torch.cat([torch.full((targets.shape[0], 1), bos_id), targets[:, :-1]], dim=1)
+
+    def rows_as_lists(targets, bos_id):
+        return torch.tensor([[bos_id, *row[:-1]] for row in targets.tolist()])
+
+    for default_dtype in (bos_from_a_list, bos_from_full, rows_as_lists):
+        verdict = ex.check_shift_right(default_dtype)
+        text = str(verdict)
+        assert verdict.mistake == "wrong dtype" and "int32 targets" in text, text
+        assert "dtype torch.int64, expected torch.int32, the dtype of `targets`" in text, text
+    assert ex.check_shift_right(lambda t, b: rows_as_lists(t, b).to(t.dtype)).passed
+    assert ex.check_shift_right(lambda t, b: F.pad(t[:, :-1], (1, 0), value=b)).passed
     verdict = ex.check_shift_right(lambda t, b: torch.cat([t[:, 1:], torch.zeros_like(t[:, :1])], 1).int())
     assert verdict.mistake == "shifted left" and "the dtype of `targets`" in str(verdict), str(verdict)
 
@@ -260,3 +275,24 @@ def test_a_variant_equal_to_the_reference_would_be_caught():
     right = engine.Mistake("norms swapped", lambda *a: nb09.decoder_block_variant(*a, norms=(0, 1, 2)), "")
     with torch.no_grad():
         assert engine.agree(right.wrong, nb09.decoder_block_variant, cases)
+
+
+def test_the_student_reviews_unnamed_mistakes_are_named_in_09():
+    """Two mistakes the student review met without a name: rows rolled instead of positions (09.1), and a block
+    with no residual around one sub-layer (09.2)."""
+
+    def rolled_rows(targets, bos_id):
+        shifted = targets.roll(1, dims=0).clone()
+        shifted[:, 0] = bos_id
+        return shifted
+
+    verdict = ex.check_shift_right(rolled_rows)
+    assert verdict.mistake == "rolled across rows" and "dims=1" in str(verdict), str(verdict)
+
+    def no_ff_residual(x, memory, self_mask, memory_mask, sa, ca, ff, n1, n2, n3):
+        x = n1(x + sa(x, self_mask))
+        x = n2(x + ca(x, memory, memory_mask))
+        return n3(ff(x))
+
+    verdict = ex.check_decoder_block(no_ff_residual)
+    assert verdict.mistake == "no residual around the feed-forward" and "LayerNorm(z + FFN(z))" in str(verdict)

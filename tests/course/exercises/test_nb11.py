@@ -188,6 +188,23 @@ def test_online_softmax_update_wrong_shapes_and_unnamed_mistakes_get_clear_verdi
     assert "Hint in code: the new max is torch.maximum" in text and "A solution" not in text, text
 
 
+def test_an_answer_without_the_guard_on_a_fresh_start_fails_on_the_fully_masked_row():
+    """The 08-14 review's class: a special case for the first block (nothing to rescale yet) that skips the guard
+    against a max of -inf. Right for every row that has a real entry; NaN for a row of a fresh batch whose first
+    block is all -inf (a fully masked row), which one case now holds."""
+
+    def fresh_start_unguarded(running_max, running_sum, block):
+        new_max = torch.maximum(running_max, block.max(dim=-1).values)
+        if torch.isinf(running_max).all():  # a fresh start: nothing to rescale
+            return new_max, torch.exp(block - new_max[:, None]).sum(dim=-1)
+        safe = torch.where(torch.isinf(new_max), torch.zeros_like(new_max), new_max)
+        return new_max, running_sum * torch.exp(running_max - safe) + torch.exp(block - safe[:, None]).sum(dim=-1)
+
+    verdict = ex.check_online_softmax_update(fresh_start_unguarded)
+    text = str(verdict)
+    assert verdict.status == "failed" and "row 1 is all -inf" in text and "NaN" in text, text
+
+
 def cached_helpers(q, k, v, cache_k, cache_v):
     from helpers.attention import scaled_dot_product_attention
     from helpers.masks import causal_mask
@@ -330,10 +347,28 @@ def test_cached_attention_names_each_mistake(answer):
 
 def test_cached_attention_the_trap_and_the_prepended_caches_say_where():
     text = str(ex.check_cached_attention(is_causal_with_cache))  # passes t=0, fails every case with a cache
-    assert 'case "one new position after t=5 cached' in text and "(3 of 4 cases)" in text, text
+    assert 'case "one new position after t=5 cached' in text and "(3 of 5 cases)" in text, text
     assert "cache_k and cache_v match; output does not." in text and "bottom right" in text, text
     text = str(ex.check_cached_attention(prepended))
     assert "output match; cache_k and cache_v do not." in text, text
+
+
+def test_a_causal_mask_only_when_something_is_cached_fails_on_the_prompt():
+    """The 08-14 review's class: the first call of a generation has several new positions and an empty cache. An
+    answer that masks only when the cache holds something is right for every later call, and wrong there."""
+    from helpers.attention import scaled_dot_product_attention
+    from helpers.masks import causal_mask
+
+    def masks_only_with_a_cache(q, k, v, cache_k, cache_v):
+        keys, values = joined_cache(k, v, cache_k, cache_v)
+        t, n = cache_k.shape[2], q.shape[2]
+        mask = causal_mask(n, past=t) if t > 0 else None
+        return scaled_dot_product_attention(q, keys, values, mask)[0], keys, values
+
+    verdict = ex.check_cached_attention(masks_only_with_a_cache)
+    text = str(verdict)
+    assert verdict.status == "failed" and verdict.mistake == "no causal mask on the prompt", text
+    assert 'case "a prompt: 4 new positions, empty caches (t=0)' in text and "(1 of 5 cases)" in text, text
 
 
 def test_cached_attention_wrong_shapes_and_types_get_clear_verdicts():
@@ -448,7 +483,7 @@ GROUPED_MISTAKES = {
     averaged: ("key/value heads averaged", "averaged"),
     grouped_unscaled: ("no scaling", "sqrt(d_k)"),
     grouped_by_d_v: ("scaled by sqrt(d_v)", "sqrt(d_v)"),
-    not_repeated: ("key/value heads not shared out", "the 8 query heads met the 2 key/value heads"),
+    not_repeated: ("key/value heads not shared out", "the 8 query heads met 2 key/value heads"),
     grouped_softmax_over_queries: ("softmax over queries", "dim=-1"),
 }
 
@@ -531,3 +566,18 @@ def test_softmax_over_queries_is_named_in_11_3_and_an_explicit_group_loop_passes
     verdict = ex.check_grouped_attention(over_queries)
     assert verdict.mistake == "softmax over queries" and "dim=-1" in str(verdict), str(verdict)
     assert ex.check_grouped_attention(grouped_head_loop).passed
+
+
+def test_heads_repeated_along_the_positions_are_told_so_in_11_3():
+    """The student review: `repeat_interleave(g, dim=2)` was called "not repeated"; the reader had repeated, along
+    the wrong axis. The diagnosis names both and the axis to use."""
+
+    def along_positions(q, k, v):
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+        return torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+    verdict = ex.check_grouped_attention(along_positions)
+    text = str(verdict)
+    assert verdict.mistake == "key/value heads not shared out", text
+    assert "repeat_interleave(..., dim=2) multiplies the positions" in text and "dim=1" in text, text
