@@ -87,3 +87,18 @@ def test_each_session_fills_90_minutes():
 
 def test_readme_links_the_course():
     assert "(TEACHING.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_an_exercise_in_class_gets_its_own_time():
+    """Issue 33: 80 people need 8-10 minutes for one checked exercise, so in a core session a row that gives one
+    presents nothing else, and lasts at least 8 minutes."""
+    from course.publish.sessions import sessions
+
+    for session in sessions(ROOT):
+        if not session.core:
+            continue
+        given = [row for row in session.rows if row.exercises]
+        assert given, f"session {session.number}: no exercise in class"
+        for row in given:
+            assert row.end - row.start >= 8 and not row.sections, (session.number, row.what)
+            assert len(row.exercises) == 1, (session.number, row.what)

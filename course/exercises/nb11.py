@@ -37,8 +37,8 @@ def _online_variant(
 ):
     """Exercise 11.1's update, or one classic mistake of it.
 
-    ``old``: the old sum "rescaled" by exp(old_max - new_max), "kept" as it is, "inverted" (exp(new_max - old_max))
-    or "dropped"; ``terms``: the block's entries as exp(entry - "new max"), exp(entry - "block max"), exp(entry)
+    ``old``: the old sum "rescaled" by exp(old_max - new_max), "kept" as it is, "inverted" (exp(new_max - old_max),
+    or "inverted, both guarded" with -inf replaced by 0 in both maxima) or "dropped"; ``terms``: the block's entries as exp(entry - "new max"), exp(entry - "block max"), exp(entry)
     ("unshifted") or "raw"; ``safe``: a max of -inf is replaced by 0 before it is subtracted (else -inf - -inf =
     NaN); ``returns``: the "new max", the "old max" or the "stand-in max" (0 where the new max is -inf); ``rows``:
     False takes one max over the whole block, all rows together (``block.max()``)."""
@@ -49,6 +49,8 @@ def _online_variant(
         carried = running_sum * torch.exp(running_max - guard(new_max))
     elif old == "inverted":
         carried = running_sum * torch.exp(guard(new_max) - running_max)
+    elif old == "inverted, both guarded":  # the old max guarded too: no inf, no NaN, just the wrong factor
+        carried = running_sum * torch.exp(guard(new_max) - guard(running_max))
     elif old == "kept":
         carried = running_sum
     else:
@@ -173,6 +175,13 @@ ONLINE_MISTAKES = [
         old="inverted",
     ),
     *_online_mistake(
+        "rescaled the wrong way",
+        "the old sum is multiplied by exp(new_max - old_max), the inverse factor (>= 1): re-expressing terms "
+        "measured against the old max against the larger new max makes them smaller, exp(old_max - new_max).",
+        guarded=False,
+        old="inverted, both guarded",
+    ),
+    *_online_mistake(
         "old sum dropped",
         "the new sum holds only the block's terms: the rows' earlier entries are lost. Carry the old sum over, "
         "rescaled by exp(old_max - new_max), and add the block's terms to it.",
@@ -279,6 +288,7 @@ def _cached_variant(
     caches="new",
     scale=None,
     empty_rows="uniform",
+    softmax_dim=-1,
 ):
     """Exercise 11.2's cached attention, or one classic mistake of it.
 
@@ -287,7 +297,8 @@ def _cached_variant(
     ``attend_new``: the new keys take part in the attention; ``order``: new positions "append"ed or "prepend"ed;
     ``caches``: the "new" (extended) or the "old" caches returned; ``scale``: a function of (d_k, d_v);
     ``empty_rows``: a query the mask leaves no key gets "uniform" weights (scores filled with finfo.min) or a "zero"
-    output (as F.scaled_dot_product_attention gives on the CPU)."""
+    output (as F.scaled_dot_product_attention gives on the CPU); ``softmax_dim``: the axis the softmax runs over
+    (-2: over the queries)."""
     n, t = q_new.shape[-2], cache_k.shape[-2]
     keys = torch.cat([cache_k, k_new] if order == "append" else [k_new, cache_k], dim=-2)
     values = torch.cat([cache_v, v_new] if order == "append" else [v_new, cache_v], dim=-2)
@@ -305,7 +316,7 @@ def _cached_variant(
         }[mask]()
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         has_key = allowed.any(-1, keepdim=True)
-    out = torch.softmax(scores, dim=-1) @ v
+    out = torch.softmax(scores, dim=softmax_dim) @ v
     if empty_rows == "zero":
         out = out.masked_fill(~has_key, 0.0)
     return (out, keys, values) if caches == "new" else (out, cache_k, cache_v)
@@ -462,6 +473,13 @@ CACHED_MISTAKES = [
         "scaled by sqrt(d_v): the scale is the width of the queries and keys, d_k, not the values' width.",
     ),
     Mistake("no scaling", lambda *a: _cached_variant(*a, scale=lambda d_k, d_v: 1.0), NO_SCALING),
+    Mistake(
+        "softmax over queries",
+        lambda *a: _cached_variant(*a, softmax_dim=-2),
+        "the softmax ran over dim=-2, the new queries, so each key's weights sum to 1 across the queries; with one "
+        "new query every weight is 1 and the output is the sum of all the values. Each query's weights over the "
+        "keys must sum to 1: softmax over the last axis, dim=-1.",
+    ),
 ]
 
 
@@ -548,6 +566,28 @@ def _heads_not_matched(h: int, h_kv: int) -> ErrorHint:
     )
 
 
+_BATCH2 = re.compile(r"batch2 tensor to be: \[(\d+), (\d+)\] but got: \[(\d+), (\d+)\]")
+_MAT2 = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def _keys_not_transposed(d_k: int, m: int) -> ErrorHint:
+    def matches(error: BaseException) -> bool:
+        text = str(error)
+        batch2, mat2 = _BATCH2.search(text), _MAT2.search(text)
+        return bool(
+            (batch2 and (int(batch2.group(2)), int(batch2.group(4))) == (d_k, m))
+            or (mat2 and (int(mat2.group(2)), int(mat2.group(3))) == (d_k, m))
+        )
+
+    return ErrorHint(
+        "keys not transposed",
+        matches,
+        f"the scores multiplied the queries (..., n, {d_k}) by the keys as they are, (..., {m}, {d_k}): the keys "
+        "were not transposed (k.mT.mT, or two transposes, is k itself). The scores are q @ k.transpose(-2, -1), "
+        f"(..., n, {d_k}) @ (..., {d_k}, {m}) -> (..., n, {m}).",
+    )
+
+
 def grouped_cases() -> list[Case]:
     g = seeded_generator(23)
     cases = []
@@ -564,7 +604,8 @@ def grouped_cases() -> list[Case]:
             for j in range(h_kv)
             if 1 < h_kv < h
         }
-        cases.append(Case(name, (q, k, v), regions, error_hints=(_heads_not_matched(h, h_kv),)))
+        hints = (_heads_not_matched(h, h_kv), _keys_not_transposed(8, 5))
+        cases.append(Case(name, (q, k, v), regions, error_hints=hints))
     return cases
 
 

@@ -74,6 +74,13 @@ POOLING_MISTAKES = [
         f"{_BEFORE} (Here the mean is not scaled to length 1 either.)",
     ),
     Mistake(
+        "normalised over the batch",
+        lambda h, m: torch.nn.functional.normalize(_pooling_variant(h, m, normalise=False), dim=0),
+        "the mean of the real tokens is right, but normalize(..., dim=0) scaled each *feature* to length 1 across the "
+        "sentences of the batch, so one sentence's embedding depends on the others. Each sentence's vector is scaled "
+        "on its own, over its features: normalize(..., dim=-1).",
+    ),
+    Mistake(
         "pooled over the features",
         lambda h, m: _pooling_variant(h, m, axis=2),
         "the sum runs over the last axis, the d_model features of each token, so you get one number per token, "

@@ -11,15 +11,29 @@ from helpers.induction import induction_scores, next_token_accuracy
 from .engine import Case, Mistake, Verdict, counts_attempts, register_hints, run_checks, seeded_generator
 
 
-def _score_variant(weights, periods, *, back=1, valid_only=True, per_row=False, divide_by_n=False, one_period=False):
+def _score_variant(
+    weights,
+    periods,
+    *,
+    back=1,
+    valid_only=True,
+    late=0,
+    swapped=False,
+    per_row=False,
+    divide_by_n=False,
+    one_period=False,
+):
     """The reference with one step changed: the key ``i - period + back`` (``back=0``: the earlier copy itself), the
-    queries before the first repeat counted too, each row averaged on its own, the sum divided by every query, or
-    the first row's period used for every row."""
+    queries before the first repeat counted too, the queries counted from ``period + late``, the weight read with
+    query and key swapped (``weights[b, :, key, query]``), each row averaged on its own, the sum divided by every
+    query, or the first row's period used for every row."""
     B, h, n, _ = weights.shape
     if one_period:
         periods = periods[:1].expand(B)
+    if swapped:
+        weights = weights.transpose(-2, -1)
     queries = torch.arange(n)
-    valid = queries[None, :] >= periods[:, None] if valid_only else torch.ones(B, n, dtype=torch.bool)
+    valid = queries[None, :] >= periods[:, None] + late if valid_only else torch.ones(B, n, dtype=torch.bool)
     keys = (queries[None, :] - periods[:, None] + back).clamp(0, n - 1)  # (B, n)
     picked = weights.gather(-1, keys[:, None, :, None].expand(B, h, n, 1)).squeeze(-1)  # (B, h, n)
     v = valid[:, None, :].to(picked.dtype)
@@ -36,6 +50,20 @@ INDUCTION_MISTAKES = [
         lambda w, p: _score_variant(w, p, back=0),
         "you read the key i - period, the earlier copy of the current token. An induction head attends one step "
         "further on, to i - period + 1: the token that followed the earlier copy, which is the answer it copies.",
+    ),
+    Mistake(
+        "first repeat left out",
+        lambda w, p: _score_variant(w, p, late=1),
+        "you counted the queries i > period, leaving out i = period, the first token of the first repeat. It counts: "
+        "token period equals token 0, and the token that followed that earlier copy, key i - period + 1 = 1, is "
+        "already in view. Keep the queries i >= period.",
+    ),
+    Mistake(
+        "query and key swapped",
+        lambda w, p: _score_variant(w, p, swapped=True),
+        "you read weights[b, :, i - period + 1, i], the row of query i - period + 1 at key i: query and key swapped. "
+        "Under the causal mask a query never sees a later key, so every such weight is 0. The weight that query i "
+        "puts on key i - period + 1 is weights[b, :, i, i - period + 1] (queries on the third axis, keys on the last).",
     ),
     Mistake(
         "one too far",
@@ -159,6 +187,13 @@ ACCURACY_MISTAKES = [
         "you counted the queries from i = period - 1 on, where the *target* i + 1 is the first repeated token. But at "
         "query period - 1 the current token has not occurred before, so nothing in the context says that the block "
         "ends there: count the queries i >= period.",
+    ),
+    Mistake(
+        "first repeat left out",
+        lambda lo, t, p: _accuracy_variant(lo, t, p, start=1),
+        "you counted the queries i > period, leaving out i = period. Query period is the first token of the first "
+        "repeat: it equals token 0, so the context already says that token 1 comes next. Count the queries "
+        "i >= period.",
     ),
     Mistake(
         "every query counted",

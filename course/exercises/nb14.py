@@ -85,6 +85,13 @@ RMS_MISTAKES = [
         "root mean square of x itself, sqrt(mean(x ** 2) + eps): for x around 2 the two differ a lot.",
     ),
     Mistake(
+        "mean over the first axis",
+        lambda x, w, eps: _rms_variant(x, w, eps, axis=0),
+        "the mean of the squares was taken over dim 0, across the vectors of the batch, not over each vector's own "
+        "features. RMSNorm normalises every vector on its own: the mean runs over the last axis, "
+        "x.pow(2).mean(-1, keepdim=True).",
+    ),
+    Mistake(
         "mean over every axis",
         lambda x, w, eps: _rms_variant(x, w, eps, axis=None),
         "the mean of the squares was taken over the whole tensor. Each vector is normalised on its own: the mean "
@@ -284,6 +291,16 @@ def _extra_from_the_start(h: int) -> torch.Tensor:
     return torch.tensor(power_of_two_slopes(c) + power_of_two_slopes(2 * c)[: h - c])
 
 
+def _from_one_in_both_parts(h: int) -> torch.Tensor:
+    """Press et al.'s construction written with a power-of-2 sequence that starts at 2 ** 0."""
+
+    def from_one(c: int) -> list[float]:
+        return [2.0 ** (-8.0 * k / c) for k in range(c)]
+
+    c = 1 << (h.bit_length() - 1)
+    return torch.tensor(from_one(c) + from_one(2 * c)[0::2][: h - c])
+
+
 SLOPE_MISTAKES = [
     Mistake(
         "rounded up to a power of 2",
@@ -310,6 +327,13 @@ SLOPE_MISTAKES = [
         lambda h: torch.tensor([2.0 ** (-8.0 * k / h) for k in range(h)]),
         "the sequence starts at 2 ** 0 = 1. Its first term is the ratio itself, 2 ** (-8 / h): 2 ** (-8 (k + 1) / h) "
         "for k = 0 .. h - 1.",
+    ),
+    Mistake(
+        "sequence starts at 1",
+        _from_one_in_both_parts,
+        "the sequences start at k = 0, so the first slope is 2 ** 0 = 1 (and, for h not a power of 2, the extra slopes "
+        "repeat ones you already have). Count from k = 1: 2 ** (-8 k / c) for k = 1 .. c, and for the extra slopes the "
+        "odd terms 2 ** (-4 (2k + 1) / c).",
     ),
     Mistake(
         "slopes sorted",

@@ -598,6 +598,7 @@ li {{ margin: 0.5em 0; }}
 <body>
 <h1>{title}: slides</h1>
 {back}
+{sessions}
 <ul>
 {items}
 </ul>
@@ -631,6 +632,13 @@ def _deck(exporter: SlidesExporter, path: Path, root: Path, decks: dict[Path, st
     if unknown:
         raise SystemExit(f"{path.relative_to(root)}: unknown slide types {sorted(unknown)}")
     title = notebook_title(nb, path.stem)
+    return title, _page(exporter, nb, title, path, root, decks)
+
+
+def _page(
+    exporter: SlidesExporter, nb: nbformat.NotebookNode, title: str, path: Path, root: Path, decks: dict[Path, str]
+) -> str:
+    """The deck's HTML of nb, whose links and images are relative to ``path`` (a notebook's place)."""
     resources = {
         "metadata": {"name": title, "path": str(path.parent)},
         "deck": {"mathjax": mathjax_head(), "css": "slides.css"},
@@ -642,7 +650,24 @@ def _deck(exporter: SlidesExporter, path: Path, root: Path, decks: dict[Path, st
     page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')
     page, missing = _embed_images(page, path.resolve(), root.resolve())
     warn_missing(path.relative_to(root), "shows", missing)
-    return title, page
+    return page
+
+
+def _session_decks(exporter: SlidesExporter, out: Path, root: Path, decks: dict[Path, str]) -> list[str]:
+    """Write one deck per session of TEACHING.md (course/publish/sessions.py); returns their index entries."""
+    from course.publish.sessions import mark_predictions, session_notebook, sessions
+
+    if not (root / "TEACHING.md").exists():
+        return []
+    items = []
+    for session in sessions(root):
+        place = root / "notebooks" / f"session-{session.number}.ipynb"  # links and images resolve as a notebook's
+        page = mark_predictions(_page(exporter, session_notebook(session, root), session.title, place, root, decks))
+        (out / session.name).write_text(page, encoding="utf-8")
+        count = count_slides(page)
+        items.append(f'<li><a href="{session.name}">{html.escape(session.title)}</a> ({count} slides)</li>')
+        print(f"{session.name}: {count} slides")
+    return items
 
 
 def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
@@ -659,6 +684,9 @@ def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
         if stale.name not in decks.values():
             stale.unlink()
     exporter = _exporter()
+    for stale in out.glob("session-*.html"):
+        stale.unlink()
+    session_items = _session_decks(exporter, out, root, decks)
     targets, items = [], []
     for path in notebooks:
         title, page = _deck(exporter, path, root, decks)
@@ -674,8 +702,14 @@ def build(out: Path, root: Path = ROOT, site: str | None = None) -> list[Path]:
     back = (
         f'<p class="note"><a href="{site}index.html">&larr; The notebooks, as pages</a></p>' if site is not None else ""
     )
+    sessions = ""
+    if session_items:
+        sessions = (
+            "<h2>By session (TEACHING.md)</h2>\n<ul>\n" + "\n".join(session_items) + "\n</ul>\n<h2>By notebook</h2>"
+        )
     (out / "index.html").write_text(
-        INDEX.format(title=html.escape(series_title(root)), items="\n".join(items), back=back), encoding="utf-8"
+        INDEX.format(title=html.escape(series_title(root)), items="\n".join(items), back=back, sessions=sessions),
+        encoding="utf-8",
     )
     return targets
 

@@ -13,6 +13,7 @@ from torch.nn.attention.bias import causal_lower_right
 from course import exercises as ex
 from course.exercises import nb11
 from helpers.efficient import online_softmax_update
+from helpers.masks import causal_mask
 from tests.course.exercises.answers import finite_or_zero, inverted, joined_cache, no_mask, running_max_step
 
 INF = math.inf
@@ -280,6 +281,13 @@ def unscaled(q, k, v, cache_k, cache_v):
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=bias, scale=1.0), keys, values
 
 
+def softmax_over_queries(q, k, v, cache_k, cache_v):
+    keys, values = joined_cache(k, v, cache_k, cache_v)
+    scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~causal_mask(q.shape[2], past=cache_k.shape[2]), float("-inf"))
+    return torch.softmax(scores, dim=-2) @ values, keys, values
+
+
 def cat_heads(q, k, v, cache_k, cache_v):
     keys, values = torch.cat([cache_k, k], dim=1), torch.cat([cache_v, v], dim=1)
     return F.scaled_dot_product_attention(q, keys, values), keys, values
@@ -327,6 +335,7 @@ CACHED_MISTAKES = {
     old_caches: ("old caches returned", "extended by the new keys"),
     scaled_by_d_v: ("scaled by sqrt(d_v)", "sqrt(d_v)"),
     unscaled: ("no scaling", "sqrt(d_k)"),
+    softmax_over_queries: ("softmax over queries", "dim=-1"),
     cat_heads: ("concatenated along the wrong axis", "dim=-2"),
     cat_features: ("concatenated along the wrong axis", "dim=-2"),
     stacked: ("stacked instead of concatenated", "new axis"),
@@ -523,6 +532,28 @@ def test_one_max_over_all_rows_is_named():
         return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[:, None]).sum(-1)
 
     assert ex.check_online_softmax_update(one_max).mistake == "one max for all rows"
+
+
+def test_the_rescale_factor_inverted_with_both_maxima_guarded_is_named():
+    def inverted_guarded(running_max, running_sum, block):  # the student review's a5: exp(new - old), no NaN
+        new_max = torch.maximum(running_max, block.max(dim=-1).values)
+        safe_new = torch.where(new_max == -math.inf, 0.0, new_max)
+        safe_old = torch.where(running_max == -math.inf, 0.0, running_max)
+        rescaled = running_sum * torch.exp(safe_new - safe_old)
+        return new_max, rescaled + torch.exp(block - safe_new[..., None]).sum(-1)
+
+    verdict = ex.check_online_softmax_update(inverted_guarded)
+    assert verdict.mistake == "rescaled the wrong way" and "exp(old_max - new_max)" in str(verdict), str(verdict)
+
+
+def test_keys_transposed_twice_are_told_so_in_11_3():
+    def transposed_twice(q, k, v):  # the student review's a6: k.mT.mT is k
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        return torch.softmax(q @ k.mT.mT / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+    verdict = ex.check_grouped_attention(transposed_twice)
+    assert verdict.mistake == "keys not transposed" and "q @ k.transpose(-2, -1)" in str(verdict), str(verdict)
 
 
 def test_no_mask_for_one_query_and_is_causal_for_a_chunk_is_named_top_left():

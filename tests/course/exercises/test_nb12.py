@@ -53,6 +53,7 @@ def _manual_norm(x):  # no clamp: a zero vector gives 0 / 0
 
 
 WRONG_ANSWERS = {  # written the ways students write them, not as the checker's own variants
+    "normalised over the batch": lambda h, m: F.normalize(_masked_mean(h, m), dim=0),
     "padding averaged in": lambda h, m: F.normalize(h.mean(dim=1), dim=-1),
     "padding averaged in, not normalised": lambda h, m: h.mean(dim=1),
     "NaN on an empty row": lambda h, m: _manual_norm((h * m.float().unsqueeze(-1)).sum(1) / m.float().sum(1, True)),
@@ -71,7 +72,6 @@ WRONG_ANSWERS = {  # written the ways students write them, not as the checker's 
 def test_other_wrong_answers_fail_with_the_axis_in_the_hint():
     for wrong in (
         lambda h, m: F.normalize(h.mean(dim=-1), dim=-1),  # the features averaged: (B, n)
-        lambda h, m: F.normalize(_masked_mean(h, m), dim=0),  # normalised across the batch
         lambda h, m: F.normalize(h[:, 0], dim=-1),  # the first token ([CLS]) instead of the mean
         lambda h, m: F.normalize(_masked_mean(h, ~m), dim=-1),  # the mask read the wrong way round
     ):

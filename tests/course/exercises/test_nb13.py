@@ -46,13 +46,13 @@ RIGHT_ANSWERS = {
 }
 
 
-def _loop(weights, periods, back=1, start=None, per_row=False, divisor=None, first_period=False):
+def _loop(weights, periods, back=1, start=None, per_row=False, divisor=None, first_period=False, late=0):
     B, h, n, _ = weights.shape
     total, count, rows = torch.zeros(h), 0, []
     for b in range(B):
         p = int(periods[0] if first_period else periods[b])
         row, row_count = torch.zeros(h), 0
-        for i in range(p if start is None else start, n):
+        for i in range((p if start is None else start) + late, n):
             row += weights[b, :, i, max(min(i - p + back, n - 1), 0)]
             row_count += 1
         total, count = total + row, count + row_count
@@ -65,6 +65,8 @@ def _loop(weights, periods, back=1, start=None, per_row=False, divisor=None, fir
 WRONG_ANSWERS = {  # written the ways students write them, not as the checker's own variants
     "the earlier copy itself": lambda w, p: _loop(w, p, back=0),
     "one too far": lambda w, p: _loop(w, p, back=2),
+    "first repeat left out": lambda w, p: _loop(w, p, late=1),  # queries i > period
+    "query and key swapped": lambda w, p: _loop(w.transpose(-2, -1), p),  # weights[b, :, i - p + 1, i]
     "every query counted": lambda w, p: _loop(w, p, start=0),
     "divided by every query": lambda w, p: _loop(w, p, divisor=w.shape[0] * w.shape[-1]),
     "rows averaged first": lambda w, p: _loop(w, p, per_row=True),
@@ -77,7 +79,6 @@ def test_other_wrong_answers_fail_without_a_false_diagnosis():
 
     for wrong in (
         lambda w, p: w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)),  # the previous-token score instead
-        lambda w, p: pooled(w.transpose(-2, -1), p),  # queries and keys swapped
         lambda w, p: pooled(w, p).sum().expand(w.shape[1]),  # every head gets the total
     ):
         reset_attempts()
@@ -129,6 +130,7 @@ def _accuracy_loop(logits, tokens, periods, shift=1, start=0, per_row=False, fir
 ACCURACY_WRONG = {  # written the ways students write them
     "compared with the current token": lambda lo, t, p: _accuracy_loop(lo, t, p, shift=0),
     "one query early": lambda lo, t, p: _accuracy_loop(lo, t, p, start=-1),
+    "first repeat left out": lambda lo, t, p: _accuracy_loop(lo, t, p, start=1),
     "every query counted": lambda lo, t, p: _accuracy_loop(lo, t, p, start=None),
     "rows averaged first": lambda lo, t, p: _accuracy_loop(lo, t, p, per_row=True),
     "targets rolled round": lambda lo, t, p: (

@@ -41,6 +41,7 @@ RMS_WRONG_BY_HAND = {  # written as a reader would, not as the checker's own var
     "eps outside the sqrt": lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * w,
     "sum instead of mean": lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w,
     "weight left out": lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps),
+    "mean over the first axis": lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + eps) * w,
     "eps not used": lambda x, w, eps: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
     "nn.RMSNorm's default eps": lambda x, w, eps: _rms_module_default(x, w),
     "divided by the standard deviation": lambda x, w, eps: x / torch.sqrt(x.var(dim=-1, keepdim=True) + eps) * w,
@@ -151,6 +152,15 @@ def slopes_press(num_heads):  # the recursion of Press et al.'s code
     return torch.tensor(power_of_2(c) + power_of_2(2 * c)[0::2][: num_heads - c])
 
 
+def slopes_from_zero(num_heads):  # Press et al.'s recursion with the powers counted from 0
+    def power_of_2(n):
+        start = 2 ** (-8 / n)
+        return [start**i for i in range(n)]
+
+    c = 1 << (num_heads.bit_length() - 1)
+    return torch.tensor(power_of_2(c) + power_of_2(2 * c)[0::2][: num_heads - c])
+
+
 def slopes_logspace(num_heads):
     c = 1 << (num_heads.bit_length() - 1)
     first = torch.logspace(-8 / c, -8, c, base=2)
@@ -174,6 +184,7 @@ SLOPES_RIGHT = {"Press et al.'s recursion": slopes_press, "logspace": slopes_log
 
 
 SLOPES_WRONG_BY_HAND = {
+    "sequence starts at 1": slopes_from_zero,
     "rounded up to a power of 2": lambda h: torch.tensor(
         [2 ** (-8 * (k + 1) / 2 ** math.ceil(math.log2(h))) for k in range(h)]
     ),

@@ -28,6 +28,9 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 import pytest
 
+from course.publish.sessions import PREDICT
+from course.publish.sessions import sessions as session_plan
+
 ROOT = Path(__file__).resolve().parents[3]
 REPORT_DIR = ROOT / "build" / "browser"
 # Every numbered notebook is presented: the course (TEACHING.md) has a deck for each.
@@ -42,6 +45,7 @@ MIN_CODE_PX = 21.5
 MIN_TEXT_PX = 28
 MIN_OUTPUT_PX = 26  # printed output: what the room reads off a slide (a verdict, a table) needs more than code
 MIN_FIGURE_SHARE = 0.4
+MAX_CORE_SLIDES = 50  # a core session (1-4) in 90 minutes, exercises included (issue 33)
 SCREEN = {"width": 1920, "height": 1080}
 
 
@@ -209,6 +213,12 @@ VISIBLE_FIGURE_JS = """() => {
 }"""
 
 
+PREDICTION_JS = """() => {
+    const slide = Reveal.getSlides().find(s => s.classList.contains('prediction'));
+    return slide ? Reveal.getIndices(slide) : null;
+}"""
+
+
 def notes_text(notes_html: str) -> str:
     return re.sub(r"<[^>]+>", " ", notes_html).replace("&amp;", "&")
 
@@ -373,7 +383,9 @@ def _projector_page(playwright, tmp_path: Path, network: list, errors: list):
 
 @pytest.mark.browser
 def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
-    """Step through every slide of every deck at 1920x1080 (reveal.js scale 1.44), as a projector shows it."""
+    """Step through every slide of every deck, the session decks included, at 1920x1080 (reveal.js scale 1.44), as a
+    projector shows it. A core session's deck has at most MAX_CORE_SLIDES slides by reveal.js's own count; its first
+    prediction slide is photographed before and after the key press that answers it."""
     from tests.test_browser import require_browser
 
     require_browser()
@@ -386,14 +398,26 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
     with sync_playwright() as playwright:
         browser, page = _projector_page(playwright, tmp_path, network, errors)
         try:
-            for notebook in _with_slides():
-                path = _deck(decks, notebook)
+            sessions = {session.name: session for session in session_plan()}
+            for path in [_deck(decks, notebook) for notebook in _with_slides()] + [decks / n for n in sessions]:
                 page.goto(path.as_uri(), wait_until="load")
                 # the deck's script fits the first slide again once MathJax has typeset and the fonts are loaded
                 page.wait_for_function(
                     "window.Reveal && Reveal.isReady() && document.documentElement.dataset.slidesFitted"
                 )
                 page.evaluate("Reveal.configure({transition: 'none'})")
+                if path.name in sessions:  # reveal.js's own count, and a prediction before and after its reveal
+                    total = page.evaluate("Reveal.getTotalSlides()")
+                    if sessions[path.name].core:
+                        assert total <= MAX_CORE_SLIDES, f"{path.name}: {total} slides, more than {MAX_CORE_SLIDES}"
+                    at = page.evaluate(PREDICTION_JS)
+                    assert at, f"{path.name}: no prediction slide"
+                    page.evaluate("([h, v]) => Reveal.slide(h, v)", [at["h"], at["v"]])
+                    page.screenshot(path=str(REPORT_DIR / f"{path.stem}-prediction.png"))
+                    page.evaluate("Reveal.next()")
+                    page.screenshot(path=str(REPORT_DIR / f"{path.stem}-prediction-answered.png"))
+                    page.evaluate("Reveal.slide(0, 0)")
+                    summary.append(f"{path.name}: {total} slides (Reveal.getTotalSlides()), first prediction at {at}")
                 result = page.evaluate(STEP_THROUGH_JS, [MIN_FIGURE_SHARE])
                 records = result["records"]
                 assert abs(result["scale"] - 1.44) < 0.01, f"{path.name}: reveal.js scale {result['scale']}"
@@ -420,7 +444,7 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
                     shot = next((r for r in records if pick(r) and not r["problems"]), None)
                     if shot:
                         page.evaluate("([h, v]) => Reveal.slide(h, v)", [shot["h"], shot["v"]])
-                        page.screenshot(path=str(REPORT_DIR / f"slide-{notebook.stem}-{kind}.png"))
+                        page.screenshot(path=str(REPORT_DIR / f"slide-{path.name.split('.')[0]}-{kind}.png"))
         finally:
             browser.close()
     print(f"{time.monotonic() - start:.1f} s in Chromium\n" + "\n".join(summary))
@@ -517,3 +541,109 @@ def test_attention_explorer_in_a_deck(tmp_path: Path):
     assert not network, f"the deck asked for the network: {network}"
     assert not errors, f"JavaScript errors: {errors}"
     assert not failures, "\n".join(failures)
+
+
+# --- The session decks (course/publish/sessions.py): one per session of TEACHING.md, built with the notebooks' decks.
+
+
+def _leaf_sections(page: str) -> list[tuple[str, str]]:
+    """(the opening <section> tag, its content less speaker notes) of every slide, in order."""
+    parts = re.split(r"(<section\b[^>]*>)", page)
+    leaves = []
+    for k in range(1, len(parts), 2):
+        body = parts[k + 1]
+        if body.lstrip().startswith("<section"):
+            continue
+        leaves.append((parts[k], re.sub(r'<aside class="notes.*?</aside>', "", body, flags=re.DOTALL)))
+    return leaves
+
+
+def _visible_text(html_text: str) -> str:
+    """The words a slide shows before any key press: fragments and notes left out."""
+    html_text = re.sub(r'<div class="fragment[^"]*".*?</div>\s*</div>\s*</div>', "", html_text, flags=re.DOTALL)
+    return " ".join(re.sub(r"<[^>]+>", " ", html_text).replace("&amp;", "&").split())
+
+
+def test_every_session_has_a_deck_listed_first_in_the_index(decks: Path):
+    plan = session_plan()
+    assert [s.number for s in plan] == list(range(1, 9))
+    index = (decks / "index.html").read_text(encoding="utf-8")
+    links = [link for link in _attributes(index, "a", "href") if not link.startswith("../")]
+    names = [s.name for s in plan]
+    assert links[: len(names)] == names, links[:10]  # the sessions first, in order, then the notebooks' decks
+    for session in plan:
+        assert (decks / session.name).exists(), session.name
+
+
+def test_a_core_session_fits_fifty_slides(decks: Path):
+    from course.publish.slides import count_slides
+
+    for session in session_plan():
+        count = count_slides((decks / session.name).read_text(encoding="utf-8"))
+        if session.core:
+            assert count <= MAX_CORE_SLIDES, f"{session.name}: {count} slides, more than {MAX_CORE_SLIDES}"
+        assert count >= 10, f"{session.name}: only {count} slides"
+
+
+def test_every_prediction_is_a_question_slide_before_its_answer(decks: Path):
+    """Each "Predict: ...?" of a session's timetable is a slide of class prediction whose heading is the question and
+    which shows nothing else; the sections of its row come after it, so the answer is on a later slide."""
+    for session in session_plan():
+        leaves = _leaf_sections((decks / session.name).read_text(encoding="utf-8"))
+        asked = [(k, tag, body) for k, (tag, body) in enumerate(leaves) if "prediction" in tag]
+        questions = [q for row in session.rows for q in row.predictions]
+        assert len(asked) == len(questions) >= 1, (session.name, len(asked), questions)
+        for (k, _, body), question in zip(asked, questions, strict=True):
+            heading = re.search(r"<h2[^>]*>(.*?)</h2>", body, flags=re.DOTALL)
+            shown = _visible_text(heading.group(1)).replace("¶", "").strip() if heading else ""
+            assert shown.endswith("?") and shown.rstrip("?").lower()[:40] in _visible_text(body).lower(), shown
+            assert "<img" not in body and "jp-OutputArea" not in body, f"{session.name}: prediction slide shows output"
+            assert k + 1 < len(leaves), f"{session.name}: nothing after the prediction {question!r}"
+        positions = iter(k for k, _, _ in asked)
+        for row in session.rows:
+            for _ in row.predictions:
+                at = next(positions)
+                if row.notebook and row.sections and row.notebook != "08":  # the row's first section comes after
+                    heading = _section_heading(row.notebook, row.sections[0])
+                    first = next((j for j, (_, body) in enumerate(leaves) if heading in _visible_text(body)), None)
+                    assert first is not None and first > at, (session.name, row.what, heading, first, at)
+
+
+def _section_heading(notebook: str, number: int) -> str:
+    """The first words of a section's heading as a slide shows them ("2. The padding mask")."""
+    nb = nbformat.read(next((ROOT / "notebooks").glob(f"{notebook}_*.ipynb")), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and (found := re.search(rf"^##\s+({number}\.\s+[^`$\n]*)", cell.source, re.M)):
+            return " ".join(found.group(1).split())[:24]
+    raise AssertionError(f"{notebook} has no section {number}")
+
+
+def test_every_timetable_prediction_is_one_question():
+    text = (ROOT / "TEACHING.md").read_text(encoding="utf-8")
+    for session in session_plan():
+        for row in session.rows:
+            mentions = len(re.findall(r"\b[Pp]redict\b", row.how))
+            assert mentions == len(row.predictions), f"session {session.number}, {row.what!r}: write Predict: ...?"
+    assert len(PREDICT.findall(text)) >= 20
+
+
+def test_the_lab_names_no_bug_before_its_reveal(decks: Path):
+    """Session 2's debugging lab: the headings of notebook 08 and its # BUG: comments name the bugs; in the session
+    deck they appear only on fragments (or in the notes)."""
+    lab = next(s for s in session_plan() if any(r.notebook == "08" for r in s.rows))
+    page = (decks / lab.name).read_text(encoding="utf-8")
+    nb = nbformat.read(next((ROOT / "notebooks").glob("08_*.ipynb")), as_version=4)
+    headings = {
+        int(m.group(1)): m.group(2).strip()
+        for c in nb.cells
+        if c.cell_type == "markdown"
+        for m in re.finditer(r"^##\s+(\d+)\.\s+(.*)$", c.source, flags=re.MULTILINE)
+    }
+    shown = " ".join(_visible_text(body) for _, body in _leaf_sections(page))
+    sections = [n for row in lab.rows if row.notebook == "08" for n in row.sections]
+    assert sections and "Find the bug" in shown
+    for number in sections:
+        words = re.sub(r"[`$\\{}]", "", headings[number])
+        assert words[:30] not in shown, f"{lab.name}: the heading of 08 §{number} is visible: {words!r}"
+        assert words[:30] in re.sub(r"[`$\\{}]", "", _visible_text(page.replace('class="fragment', 'class="x')))
+    assert "BUG" not in shown
