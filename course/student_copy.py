@@ -13,6 +13,7 @@ test command included. Hand it out as a folder, a ZIP or a repository of its own
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,6 +70,23 @@ def repository_files(root: Path = ROOT) -> list[str]:
     return sorted(files)
 
 
+_SOLUTION_LINK = re.compile(r"\[[^\]\n\"]*\]\((?:\.\./)*(?:notebooks/)?solutions/[^)\n\"]*\)")
+ELSEWHERE = "your teacher's copy"
+
+
+def without_solution_links(text: str) -> str:
+    """Text whose links to the worked solutions (left out of a student copy) say where those are instead."""
+    return _SOLUTION_LINK.sub(ELSEWHERE, text)
+
+
+def _unlink_solutions(path: Path) -> None:
+    """Rewrite a copied notebook or markdown file so that no link points at the missing solutions (a notebook's
+    JSON as text: a link is never cut over two lines, and the rest of the file stays byte for byte)."""
+    text = path.read_text(encoding="utf-8")
+    if _SOLUTION_LINK.search(text):
+        path.write_text(without_solution_links(text), encoding="utf-8", newline="\n")
+
+
 def write_copy(out: Path, root: Path = ROOT) -> list[str]:
     """Write the student copy of ``root`` into ``out``; returns the files written (relative paths)."""
     out = out.resolve()
@@ -83,6 +101,8 @@ def write_copy(out: Path, root: Path = ROOT) -> list[str]:
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / relative, target)
+        if target.suffix in (".md", ".ipynb"):
+            _unlink_solutions(target)
         written.append(relative)
     marker = out / MARKER
     marker.parent.mkdir(parents=True, exist_ok=True)

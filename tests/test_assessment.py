@@ -3,10 +3,13 @@
 For every `## Session N ·` of TEACHING.md, ASSESSMENT.md has a section of the same number and title with 3 to 5
 learning outcomes (each opening with a verb a teacher can check and naming a notebook section), an exit ticket of 3
 to 5 questions with an answer each, and a model answer of 60 to 150 words to every discussion question, quoted in
-italics word for word. Every `### Exercise NN.M` heading of the notebooks that is not "(checked)" has a rubric whose
-points add up to 10, and the rubrics name no other exercise. Every reference such as `03 §11` names a numbered
-heading of that notebook. The checks return a list of problems, so that the last test can show that each of them
-fails on a copy of the file with one piece taken out.
+italics word for word. In the core sessions (those not "(optional)") the exit ticket is given at the end of the
+class, so each question cites, in the question or its answer, a section that the session's timetable presents, and
+no other; an outcome cites the timetable's sections, or the homework line's inside "(homework: ...)". Every
+`### Exercise NN.M` heading of the notebooks that is not "(checked)" has a rubric whose points add up to 10, and the
+rubrics name no other exercise. Every reference such as `03 §11` names a numbered heading of that notebook. The
+checks return a list of problems, so that the last test can show that each of them fails on a copy of the file with
+one piece taken out.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ TEACHING = ROOT / "TEACHING.md"
 NUMBERED = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
 
 SESSION = re.compile(r"^## Session (\d+)(?: \(optional\))? · (.+?)\s*$", re.MULTILINE)
+CORE_SESSION = re.compile(r"^## Session (\d+) · ", re.MULTILINE)
 SECTIONS = re.compile(r"\b(\d\d) §(\d+)(?:[–-](\d+))?((?:, §\d+(?:[–-]\d+)?)*)")
+# A timetable row, "| 35–50 | what | 02 §2–3 | how |"; the section column may be empty.
+ROW = re.compile(r"^\| (\d+)–(\d+) \|(.*?)\|(.*?)\|(.*)\|\s*$", re.MULTILINE)
+# In a homework line a notebook's sections go on after "and" ("02 §1, §4 and §6–7"). The paper's sections have a
+# dot (§3.2.2), or stand in a clause with no notebook number ("§4 of the paper").
+HOMEWORK_SECTION = re.compile(r"(?:\b(\d\d) )?§(\d+)(?:[–-](\d+))?(?![.\d])")
+NOT_IN_CLASS = re.compile(r"sections of (\d\d) not done in class")
 EXERCISE = re.compile(r"^###\s+Exercise\s+(\d\d\.\d+)\s+·\s+(.+?)\s*$")
 # Verbs whose result a teacher can see on paper or in a notebook.
 VERBS = {
@@ -41,7 +51,7 @@ VERBS = {
     "Trace",
     "Write",
 }
-MAX_WORDS = 9000
+MAX_WORDS = 9500
 
 
 def _normalise(text: str) -> str:
@@ -143,6 +153,82 @@ def session_problems(assessment: str, teaching: str) -> list[str]:
     return problems
 
 
+def _expand(match: re.Match) -> set[tuple[str, int]]:
+    """The (notebook, section) pairs of one SECTIONS match, such as "08 §1, §7, §11" or "03 §1–4"."""
+    ranges = [(match.group(2), match.group(3)), *re.findall(r"§(\d+)(?:[–-](\d+))?", match.group(4) or "")]
+    return {(match.group(1), number) for first, last in ranges for number in range(int(first), int(last or first) + 1)}
+
+
+def cited(text: str) -> set[tuple[str, int]]:
+    """Every (notebook, section) that a text cites as "NN §M", ranges and lists expanded."""
+    return {pair for match in SECTIONS.finditer(text) for pair in _expand(match)}
+
+
+def in_class_sections(plan: str) -> set[tuple[str, int]]:
+    """The sections that one session of TEACHING.md presents in class: the section column of its timetable."""
+    return {pair for row in ROW.finditer(plan) for pair in cited(row.group(4))}
+
+
+def homework_sections(plan: str, in_class: set[tuple[str, int]], sections: dict[str, set[str]]) -> set[tuple[str, int]]:
+    """The notebook sections that one session's "Homework:" line gives to read, clause by clause (split at ";").
+    "the sections of NN not done in class" names every section of notebook NN (`sections`) not in `in_class`."""
+    line = re.search(r"^Homework: (.+?)(?=\n\n|\n#|\Z)", plan, flags=re.MULTILINE | re.DOTALL)
+    found: set[tuple[str, int]] = set()
+    for clause in _normalise(line.group(1)).split(";") if line else []:
+        notebook = None
+        for part in HOMEWORK_SECTION.finditer(clause):
+            notebook = part.group(1) or notebook
+            if notebook is not None:
+                found |= {(notebook, n) for n in range(int(part.group(2)), int(part.group(3) or part.group(2)) + 1)}
+        for rest in NOT_IN_CLASS.findall(clause):
+            found |= {(rest, int(n)) for n in sections.get(rest, ())} - in_class
+    return found
+
+
+def _name(pair: tuple[str, int]) -> str:
+    return f"{pair[0]} §{pair[1]}"
+
+
+def in_class_problems(assessment: str, teaching: str) -> list[str]:
+    """In every core session: each exit-ticket question cites a section presented in class and no other section; each
+    learning outcome cites sections presented in class, or, inside "(homework: ...)", sections of the homework."""
+    problems = []
+    sections = {number: notebook_sections(path) for number, path in NUMBERED.items()}
+    planned, written = _sessions(teaching), _sessions(assessment)
+    core = [int(number) for number in CORE_SESSION.findall(teaching)]
+    if len(core) < 4:
+        problems.append(f"TEACHING.md has {len(core)} core sessions, expected 4")
+    for number in core:
+        where = f"session {number}"
+        if number not in written:
+            problems.append(f"{where}: not in ASSESSMENT.md")
+            continue
+        in_class = in_class_sections(planned[number][1])
+        homework = homework_sections(planned[number][1], in_class, sections)
+        if not in_class:
+            problems.append(f"{where}: the timetable of TEACHING.md names no section")
+        parts = _blocks(written[number][1], 3)
+        for index, question in enumerate(_items(parts.get("Exit ticket", ""), r"^\d+\. "), 1):
+            references = cited(question)
+            if not references & in_class:
+                problems.append(f"{where}, exit-ticket question {index}: cites no section presented in class")
+            problems += [
+                f"{where}, exit-ticket question {index}: cites {_name(pair)}, which the class does not present"
+                for pair in sorted(references - in_class)
+            ]
+        for outcome in _items(parts.get("Learning outcomes", ""), r"^- "):
+            for match in SECTIONS.finditer(outcome):
+                opened = outcome.rfind("(", 0, match.start())
+                as_homework = opened >= 0 and "homework:" in outcome[opened : match.start()]
+                allowed, source = (homework, "the homework line") if as_homework else (in_class, "the timetable")
+                problems += [
+                    f"{where}: outcome {outcome[2:50]!r} cites {_name(pair)}, which {source} does not name"
+                    + (" (mark it '(homework: ...)')" if not as_homework and pair in homework else "")
+                    for pair in sorted(_expand(match) - allowed)
+                ]
+    return problems
+
+
 def notebook_exercises() -> dict[str, tuple[str, bool]]:
     """Every `### Exercise NN.M · title` heading of the numbered notebooks: id -> (title, whether it is checked)."""
     exercises = {}
@@ -199,7 +285,8 @@ def notebook_sections(notebook: Path) -> set[str]:
     return sections
 
 
-def reference_problems(assessment: str) -> list[str]:
+def reference_problems(assessment: str, minimum: int = 40) -> list[str]:
+    """Every "NN §M" of the text names a numbered section of notebook NN, and there are at least `minimum` of them."""
     problems, found = [], 0
     sections = {number: notebook_sections(path) for number, path in NUMBERED.items()}
     for match in SECTIONS.finditer(assessment):
@@ -212,7 +299,7 @@ def reference_problems(assessment: str) -> list[str]:
                 found += 1
                 if str(number) not in sections[match.group(1)]:
                     problems.append(f"{match.group(0)!r}: notebook {match.group(1)} has no section {number}")
-    if found < 40:
+    if found < minimum:
         problems.append(f"only {found} section references")
     return problems
 
@@ -231,6 +318,31 @@ def _assessment() -> str:
 def test_every_session_has_outcomes_an_exit_ticket_and_model_answers():
     problems = session_problems(_assessment(), TEACHING.read_text(encoding="utf-8"))
     assert not problems, "\n".join(problems)
+
+
+def test_exit_tickets_and_outcomes_rest_on_what_the_session_presents():
+    problems = in_class_problems(_assessment(), TEACHING.read_text(encoding="utf-8"))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_session_parser_reads_ranges_lists_empty_columns_and_homework():
+    plan = """| time | what | notebook, section | how |
+|---|---|---|---|
+| 0–10 | One | 01 §1–2 | Predict: which key? |
+| 10–25 | Alone | | Students do Exercise 01.1 (checked). |
+| 35–50 | Two | 02 §2–3 | Show the heatmaps. |
+| 55–80 | Lab | 08 §1, §7, §11 | In pairs. |
+
+Homework: Exercises 01.2 and 02.2; read 01 §5, 02 §1, §4 and §6–7 (the table); the sections of 08 not done in
+class, with the checklist; read §3.2.2 and §4 of the paper.
+"""
+    in_class = in_class_sections(plan)
+    assert in_class == {("01", 1), ("01", 2), ("02", 2), ("02", 3), ("08", 1), ("08", 7), ("08", 11)}
+    homework = homework_sections(plan, in_class, {"08": {"0", "1", "2", "7", "11"}})
+    assert homework == {("01", 5), ("02", 1), ("02", 4), ("02", 6), ("02", 7), ("08", 0), ("08", 2)}
+    lab = in_class_sections(_sessions(TEACHING.read_text(encoding="utf-8"))[2][1])
+    assert {("03", 1), ("03", 6), ("04", 1), ("04", 4), ("08", 1), ("08", 7), ("08", 11)} <= lab
+    assert not {("03", 7), ("04", 2), ("04", 5), ("08", 2)} & lab
 
 
 def test_the_diagnostic_has_six_to_eight_answered_questions():
@@ -286,7 +398,28 @@ def test_the_checks_catch_a_missing_piece():
             text.replace(re.search(r"^\s*Answer: .*\n", text, flags=re.MULTILINE).group(0), "", 1),
             None,
         ),
+        "an exit-ticket question citing no section": (
+            in_class_problems,
+            text.replace("on each of the others (01 §2).", "on each of the others.", 1),
+            teaching,
+        ),
+        "an exit-ticket question on homework reading": (
+            in_class_problems,
+            text.replace("agree bit for bit (02 §5).", "agree bit for bit (02 §6).", 1),
+            teaching,
+        ),
+        "an outcome on homework reading not marked so": (
+            in_class_problems,
+            text.replace("(homework: 02 §4)", "(02 §4)", 1),
+            teaching,
+        ),
     }
+    # The same checks on a copy of the plan whose session 1 no longer presents 02 §5 (its row's column emptied).
+    row = "| 50–65 | A query with nothing to attend to | 02 §5 |"
+    assert row in teaching
+    moved = in_class_problems(text, teaching.replace(row, "| 50–65 | A query with nothing to attend to | |", 1))
+    assert any(p.startswith("session 1, exit-ticket question 5: cites no section") for p in moved), moved
+    assert any("session 1: outcome 'Predict what" in p and "02 §5" in p for p in moved), moved
     for name, (check, mutant, other) in mutants.items():
         assert mutant != text, f"{name}: the mutation changed nothing"
         assert check(mutant, other) if other is not None else check(mutant), f"{name}: no problem reported"

@@ -31,8 +31,11 @@ def test_the_copy_leaves_out_solutions_and_answer_keys_and_keeps_the_rest(copy):
     assert any(f.startswith("notebooks/solutions/") for f in repository)  # there was something to leave out
     kept = {f for f in repository if not student_copy.left_out(f)}
     assert files == kept | {"course/exercises/GRADED"}
-    for name in ("notebooks/01_scaled_dot_product_attention.ipynb", "helpers/attention.py", "requirements.txt"):
-        assert (copy / name).read_bytes() == (ROOT / name).read_bytes()
+    for name in ("helpers/attention.py", "requirements.txt", "notebooks/01_scaled_dot_product_attention.ipynb"):
+        original = (ROOT / name).read_text(encoding="utf-8")
+        assert (copy / name).read_text(encoding="utf-8") == student_copy.without_solution_links(original)
+    notebook = (copy / "notebooks/01_scaled_dot_product_attention.ipynb").read_text(encoding="utf-8")
+    assert "solutions/" not in notebook and student_copy.ELSEWHERE in notebook  # no link to a missing file
     assert not any(part.startswith(".venv") or part in ("build", "__pycache__") for f in files for part in f.split("/"))
 
 
@@ -42,7 +45,8 @@ def test_the_copy_is_graded_and_its_readme_says_so(copy, monkeypatch):
     readme = (copy / "README.md").read_text(encoding="utf-8")
     original = (ROOT / "README.md").read_text(encoding="utf-8")
     title = original.split("\n\n", 1)[0]
-    assert readme.startswith(f"{title}\n\n> **Student copy.**") and readme.endswith(original.split("\n\n", 1)[1])
+    rest = student_copy.without_solution_links(original.split("\n\n", 1)[1])
+    assert readme.startswith(f"{title}\n\n> **Student copy.**") and readme.endswith(rest)
     assert "solution" in student_copy.NOTE and "graded mode" in student_copy.NOTE
 
 
