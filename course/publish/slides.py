@@ -392,17 +392,68 @@ def _is_figure_piece(piece: nbformat.NotebookNode) -> bool:
     return FIGURE_TAG in piece.metadata.get("tags", [])
 
 
+_EXERCISE = re.compile(r"^ {0,3}###\s+Exercise\b")
+STATEMENT_WORDS = 110  # an exercise statement longer than this goes on over sub-slides, whole
+
+
+def _parts(cell: nbformat.NotebookNode, groups: list[list[str]], kind: str = "subslide") -> list[nbformat.NotebookNode]:
+    """The cell as one cell per group of blocks, the later ones starting sub-slides of their own."""
+    pieces = []
+    for k, blocks in enumerate(groups):
+        piece = copy.deepcopy(cell)
+        piece.source = "\n\n".join(blocks)
+        if k:
+            piece.id = f"{cell.get('id', 'cell')[:50]}-part{k}"
+            piece.metadata["slideshow"] = {"slide_type": kind}
+        pieces.append(piece)
+    return pieces
+
+
+def _whole_statement(cell: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """An exercise's statement, whole: cut between blocks into sub-slides of at most STATEMENT_WORDS words."""
+    groups: list[list[str]] = [[]]
+    words = 0
+    for block in _blocks(cell.source):
+        size = len(block.split())
+        if groups[-1] and words + size > STATEMENT_WORDS and not _HEADING.match(groups[-1][-1]):
+            groups.append([])
+            words = 0
+        groups[-1].append(block)
+        words += size
+    return _parts(cell, groups)
+
+
+def _large_tables(source: str) -> list[str]:
+    """The tables too large for the slide of their text (more than SMALL_TABLE words): each gets a sub-slide."""
+    return [
+        b
+        for b in _blocks(source)
+        if b.lstrip().startswith("|") and not b.startswith("  ") and len(b.split()) > SMALL_TABLE
+    ]
+
+
 def _markdown_on_slide(cell: nbformat.NotebookNode, tags: set[str]) -> list[nbformat.NotebookNode]:
     """A markdown cell cut to what its slide shows (slide_text) and, when that cut anything, a notes cell with the
-    whole text (less headings and diagrams); with KEEP_TEXT, the cell as it is."""
+    whole text (less headings and diagrams); with KEEP_TEXT, the cell as it is. Nothing is lost: an exercise's
+    statement is shown whole (over sub-slides when long), and a table too large for its text's slide follows on a
+    sub-slide of its own."""
     if KEEP_TEXT in tags:
         return [cell]
+    if _EXERCISE.match(cell.source.lstrip("\n")):
+        return _whole_statement(cell)
     shown = slide_text(cell.source)
     if " ".join(shown.split()) == " ".join(cell.source.split()):  # nothing was cut
         return [cell]
     notes = _notes_text(cell.source)
+    tables = _large_tables(cell.source)
     cell.source = shown
-    return [cell, _notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes")]
+    out = [cell, _notes_cell(notes, f"{cell.get('id', 'cell')[:50]}-notes")]
+    for k, table in enumerate(tables):
+        piece = _parts(cell, [[], [table]])[1]
+        piece.id = f"{cell.get('id', 'cell')[:50]}-table{k}"
+        piece.metadata["tags"] = [*piece.metadata.get("tags", []), KEEP_TEXT]
+        out.append(piece)
+    return out
 
 
 def _code_pieces(

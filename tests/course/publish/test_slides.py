@@ -647,3 +647,47 @@ def test_the_lab_names_no_bug_before_its_reveal(decks: Path):
         assert words[:30] not in shown, f"{lab.name}: the heading of 08 §{number} is visible: {words!r}"
         assert words[:30] in re.sub(r"[`$\\{}]", "", _visible_text(page.replace('class="fragment', 'class="x')))
     assert "BUG" not in shown
+
+
+def _plain(markdown: str) -> str:
+    """Markdown as the words a slide shows: links as their text, no emphasis, code or math marks."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    return " ".join(re.sub(r"[*`|]", " ", text).split())
+
+
+def _deck_words(page: str) -> str:
+    from html import unescape
+
+    words = " ".join(
+        unescape(_visible_text(body.replace('class="fragment', 'class="x'))) for _, body in _leaf_sections(page)
+    )
+    return " ".join(re.sub(r"[*`|]", " ", words).split())
+
+
+@pytest.mark.parametrize("notebook", PRESENTED, ids=lambda p: p.name)
+def test_no_table_or_exercise_statement_is_lost(decks: Path, notebook: Path):
+    """Issue 33: every table of the notebook, and every exercise's statement whole, is on a slide (not only in the
+    notes)."""
+    shown = _deck_words((decks / f"{notebook.stem}.slides.html").read_text(encoding="utf-8"))
+    missing = []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "markdown" or _slide_type(cell) in ("skip", "notes"):
+            continue
+        blocks = [b for b in re.split(r"\n\s*\n", cell.source) if b.strip()]
+        for block in blocks:
+            if block.lstrip().startswith("|"):
+                rows = [
+                    r
+                    for r in block.splitlines()
+                    if r.strip().startswith("|") and not re.match(r"^\|[-:| ]+\|$", r.strip())
+                ]
+                last = _plain(rows[-1])[:60]
+                if last not in shown:
+                    missing.append(f"table row {last!r}")
+        if re.match(r"^\s*###\s+Exercise\b", cell.source):
+            exercise = re.split(r"^##\s", cell.source, flags=re.MULTILINE)[0]  # up to the next section, if any
+            statement = _plain([b for b in re.split(r"\n\s*\n", exercise) if b.strip()][-1])
+            tail = " ".join(statement.split()[-8:])
+            if tail not in shown:
+                missing.append(f"exercise statement ending {tail!r}")
+    assert not missing, f"{notebook.name}: on no slide: {missing}"
