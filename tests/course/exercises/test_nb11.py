@@ -345,15 +345,6 @@ CACHED_MISTAKES = {
 }
 
 
-@pytest.mark.parametrize("answer", CACHED_MISTAKES, ids=lambda f: f.__name__)
-def test_cached_attention_names_each_mistake(answer):
-    key, words = CACHED_MISTAKES[answer]
-    verdict = ex.check_cached_attention(answer)
-    text = str(verdict)
-    assert verdict.status == "failed" and verdict.mistake == key, text
-    assert "Likely mistake: " in text and words in text, text
-
-
 def test_cached_attention_the_trap_and_the_prepended_caches_say_where():
     text = str(ex.check_cached_attention(is_causal_with_cache))  # passes t=0, fails every case with a cache
     assert 'case "one new position after t=5 cached' in text and "(3 of 5 cases)" in text, text
@@ -497,10 +488,16 @@ GROUPED_MISTAKES = {
 }
 
 
-@pytest.mark.parametrize("answer", GROUPED_MISTAKES, ids=lambda f: f.__name__)
-def test_grouped_attention_names_each_mistake(answer):
-    key, words = GROUPED_MISTAKES[answer]
-    verdict = ex.check_grouped_attention(answer)
+NAMED = [(ex.check_cached_attention, answer, *named) for answer, named in CACHED_MISTAKES.items()] + [
+    (ex.check_grouped_attention, answer, *named) for answer, named in GROUPED_MISTAKES.items()
+]
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "key", "words"), NAMED, ids=[f"{c.__name__}-{a.__name__}" for c, a, *_ in NAMED]
+)
+def test_cached_and_grouped_attention_name_each_mistake(check, answer, key, words):
+    verdict = check(answer)
     text = str(verdict)
     assert verdict.status == "failed" and verdict.mistake == key, text
     assert "Likely mistake: " in text and words in text, text

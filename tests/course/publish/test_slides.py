@@ -213,6 +213,13 @@ VISIBLE_FIGURE_JS = """() => {
 }"""
 
 
+def _assert_clean(what: str, network: list, errors: list, failures: list) -> None:
+    """What a browser test collected: no request to the network, no JavaScript error, no problem on a slide."""
+    assert not network, f"{what} asked for the network: {network}"
+    assert not errors, f"JavaScript errors: {errors}"
+    assert not failures, f"{len(failures)} problems at 1920x1080:\n" + "\n".join(failures)
+
+
 PREDICTION_JS = """() => {
     const slide = Reveal.getSlides().find(s => s.classList.contains('prediction'));
     return slide ? Reveal.getIndices(slide) : null;
@@ -448,9 +455,7 @@ def test_every_slide_is_readable_at_1920x1080(request, tmp_path: Path):
         finally:
             browser.close()
     print(f"{time.monotonic() - start:.1f} s in Chromium\n" + "\n".join(summary))
-    assert not network, f"the decks asked for the network: {network}"
-    assert not errors, f"JavaScript errors: {errors}"
-    assert not failures, f"{len(failures)} problems at 1920x1080:\n" + "\n".join(failures)
+    _assert_clean("the decks", network, errors, failures)
 
 
 # --- The interactive attention view (course/explorer/__init__.py) in a deck. The decks of 06, 07 and 10 show views (the
@@ -538,9 +543,7 @@ def test_attention_explorer_in_a_deck(tmp_path: Path):
         finally:
             browser.close()
     print(f"{time.monotonic() - start:.1f} s, {notebook.name}:\n" + "\n".join(summary))
-    assert not network, f"the deck asked for the network: {network}"
-    assert not errors, f"JavaScript errors: {errors}"
-    assert not failures, "\n".join(failures)
+    _assert_clean("the deck", network, errors, failures)
 
 
 # --- The session decks (course/publish/sessions.py): one per session of TEACHING.md, built with the notebooks' decks.
