@@ -85,10 +85,14 @@ def check_packages(pinned: dict[str, str], installed: Callable[[str], str] = imp
     return Check("packages", False, said, _python("pip install -r requirements.txt"))
 
 
-def check_torch_build(cuda: str | None = None, system: str = platform.system()) -> Check:
-    """A CPU build passes; a CUDA build passes too (it runs the series on the CPU, and the tests pass with it), with
-    the README's line that swaps it for the CPU build, which is 2.5 GB smaller."""
-    if cuda is None:
+_INSTALLED = "the installed torch's"
+
+
+def check_torch_build(cuda: str | None = _INSTALLED, system: str = platform.system()) -> Check:
+    """A CPU build (``cuda`` None) passes; a CUDA build passes too (it runs the series on the CPU, and the tests pass
+    with it), with the README's line that swaps it for the CPU build, which is 2.5 GB smaller. By default ``cuda`` is
+    the installed torch's ``torch.version.cuda``."""
+    if cuda is _INSTALLED:
         import torch
 
         cuda = torch.version.cuda
