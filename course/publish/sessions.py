@@ -10,10 +10,11 @@ row ("01 §3–4"), its prediction moments ("Predict: ...?") and the exercises d
   row's sections, so that the answer comes on a later slide; then each exercise done in class, its statement whole;
 - a wrap-up slide with the discussion questions and the homework.
 
-The lecture cut: a closing block of checks (``assert ...`` lines) goes to the speaker notes, a cell of checks only
-becomes a note, and the notebooks' own title, summary and "what's next" slides are left out (they are not numbered
-sections). In the debugging lab (notebook 08) a section's heading names its bug, and so does a ``# BUG:`` comment:
-there the heading becomes "Find the bug" and both appear only as a fragment after the code.
+The lecture cut: top-level checks (``assert``, ``assert_close``) go to the speaker notes, a cell that then shows
+nothing goes to the notes with the text that introduced it, and the notebooks' own title, summary and "what's next"
+slides are left out (they are not numbered sections). In the debugging lab (notebook 08) a section's heading names its
+bug, and so do ``# BUG:`` comments and the prose before the code: there the heading reads "Find the bug", that prose
+goes to the notes, the comments leave the code, and a fragment after the first code cell names the bug.
 """
 
 from __future__ import annotations
