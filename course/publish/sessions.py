@@ -28,6 +28,9 @@ from pathlib import Path
 import nbformat
 
 from course.publish.common import ROOT, slide_type
+from course.publish.scripts import ROW
+
+SOURCE = "source_notebook"  # cell metadata: the notebook a session deck's cell comes from
 
 TEACHING = "TEACHING.md"
 PREDICTION_TAG = "prediction"  # a prediction slide's cell; the deck's <section> gets the class "prediction"
@@ -252,6 +255,13 @@ def _lecture_cut(cells: list, lab: bool) -> list:
     return _lab_cut(out) if lab else out
 
 
+def _owned(cells: list, notebook: str) -> list:
+    """cells, each marked with the notebook it comes from (whose script file has its slide's entry)."""
+    for cell in cells:
+        cell.metadata[SOURCE] = notebook
+    return cells
+
+
 def session_notebook(session: Session, root: Path = ROOT) -> nbformat.NotebookNode:
     """The notebook the session's deck is made from (see the module's docstring)."""
     notebooks = {p.name[:2]: p for p in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
@@ -263,17 +273,18 @@ def session_notebook(session: Session, root: Path = ROOT) -> nbformat.NotebookNo
             + (f"Read before: {session.read_before}\n\n" if session.read_before else "")
             + f"| minutes | what |\n|---|---|\n{rows}",
             "slide",
-            "plan",
+            f"s{session.number}-plan",
             ("slide-keep-text",),
         )
     ]
     for k, row in enumerate(session.rows):
+        first = len(cells)
         for j, question in enumerate(row.predictions):
             cells.append(
                 _markdown(
                     f"## {question}\n\nPredict, and write your answer down.",
                     "slide",
-                    f"predict-{k}-{j}",
+                    f"s{session.number}-predict-{k}-{j}",
                     (PREDICTION_TAG, "slide-keep-text"),
                 )
             )
@@ -282,7 +293,7 @@ def session_notebook(session: Session, root: Path = ROOT) -> nbformat.NotebookNo
                 parsed[row.notebook] = _by_section(nbformat.read(notebooks[row.notebook], as_version=4))
             sections = parsed[row.notebook][0]
             for number in row.sections:
-                cells += _lecture_cut(sections.get(number, []), lab=row.notebook == LAB_NOTEBOOK)
+                cells += _owned(_lecture_cut(sections.get(number, []), lab=row.notebook == LAB_NOTEBOOK), row.notebook)
         for exercise in row.exercises:
             notebook = exercise[:2]
             if notebook not in parsed:
@@ -292,13 +303,19 @@ def session_notebook(session: Session, root: Path = ROOT) -> nbformat.NotebookNo
                     cell.metadata["slideshow"] = {"slide_type": "slide"}
                 if cell.cell_type == "markdown":
                     cell.metadata["tags"] = [*cell.metadata.get("tags", []), "slide-keep-text"]
-                cells.append(cell)
+                cells += _owned([cell], notebook)
+        for cell in cells[first:]:  # the clock of the speaker notes (course/publish/scripts.py)
+            cell.metadata[ROW] = [row.start, row.end, row.what.strip()]
     wrap = ["## Wrap-up"]
     if session.discussion:
         wrap.append("Discussion:\n\n" + "\n".join(f"- {q}" for q in session.discussion))
     if session.homework:
         wrap.append(f"Homework: {session.homework}")
-    cells.append(_markdown("\n\n".join(wrap), "slide", "wrap-up", ("slide-keep-text",)))
+    cells.append(_markdown("\n\n".join(wrap), "slide", f"s{session.number}-wrap-up", ("slide-keep-text",)))
+    if session.rows:  # the plan opens the first row's minutes, the wrap-up closes the last row's
+        first, last = session.rows[0], session.rows[-1]
+        cells[0].metadata[ROW] = [first.start, first.end, first.what.strip()]
+        cells[-1].metadata[ROW] = [last.start, last.end, last.what.strip()]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}}
     for cell in nb.cells:

@@ -4,8 +4,9 @@
     python -m course.publish.slides --out DIR    # somewhere else
 
 Run from the repository root, in the project's environment. The decks show the outputs stored in the notebooks
-(nothing is executed, so this takes seconds); explanations go to the speaker notes (key ``s``). Everything a deck
-needs is in the output folder, and no deck loads anything from the network.
+(nothing is executed, so this takes seconds); each slide's speaker notes (key ``s``) are its script from
+course/publish/scripts/ (course/publish/scripts.py). Everything a deck needs is in the output folder, and no deck
+loads anything from the network.
 """
 
 from __future__ import annotations
@@ -694,10 +695,13 @@ def _page(
         "metadata": {"name": title, "path": str(path.parent)},
         "deck": {"mathjax": mathjax_head(), "css": "slides.css"},
     }
-    page, _ = exporter.from_notebook_node(slides_of(nb), resources=resources)
+    from course.publish.scripts import apply_scripts, read_scripts
+
+    page, _ = exporter.from_notebook_node(apply_scripts(slides_of(nb), read_scripts(root)), resources=resources)
     page = _wrap_code_lines(_link_decks(page, path.resolve(), decks))
     # The speaker view copies the notes' HTML into its own window, without MathJax's styles and glyph
-    # cache, so typeset math would come out garbled there: notes keep their TeX source ($d_k$) instead.
+    # cache, so typeset math would come out garbled there: the scripts write math in Unicode, and MathJax
+    # leaves the notes alone.
     page = page.replace('<aside class="notes">', '<aside class="notes mathjax_ignore">')
     page, missing = _embed_images(page, path.resolve(), root.resolve())
     warn_missing(path.relative_to(root), "shows", missing)

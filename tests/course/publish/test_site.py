@@ -430,7 +430,7 @@ def test_prose_has_a_readable_measure_on_a_projector(request, tmp_path: Path):
             "prose reads best at about 80-100"
         )
     assert found["code"] > 1.5 * found["prose"], f"code cells should be free to be wider than prose: {found}"
-    # a diagram is drawn at its own width (masks.svg is 1025 px), not shrunk to the prose column
+    # a diagram is drawn at its own width (masks.svg is 1120 px), not shrunk to the prose column
     assert found["diagrams"], f"{notebook.name} shows no diagram"
     for diagram in found["diagrams"]:
         assert diagram["shown"] >= min(diagram["natural"], found["code"]) - 1, f"diagram shrunk: {diagram}"
