@@ -31,21 +31,31 @@ import torch
 
 from benchmarks.common import save, seed_parser, sweep
 from helpers.induction import repeated_sequences
-from helpers.modern import DecoderLM, accuracy_by_position, train_decoder_lm
+from helpers.modern import DecoderLM, accuracy_by_position, extend_rope, train_decoder_lm
 
 V, D_MODEL, HEADS, LAYERS, L = 32, 32, 4, 2, 32  # as notebook 14, section 7
 D_FF = 96  # with 2 key/value heads
 SCHEMES = ("sinusoidal", "learned", "rope", "alibi", "none")
 STEPS = 1000  # the notebook trains 200
 SPANS = {"L": slice(0, L - 1), "2L": slice(L, 2 * L - 1), "4L": slice(2 * L, 4 * L - 1)}  # query positions
+# RoPE stretched to 4L at test time, with no training (helpers.modern.extend_rope): as notebook 14's optional part
+EXTENSIONS = {
+    "base 1e6": dict(method="base", base=1e6),
+    "NTK x4": dict(method="ntk", factor=4),
+    "interpolation x4": dict(method="interpolation", factor=4),
+    "YaRN x4": dict(method="yarn", factor=4, original_length=L),
+}
 OUT = pathlib.Path(__file__).parent / "results" / "extrapolation.json"
 
 
 def run(seed, positions, steps=STEPS):
     start = time.perf_counter()
     torch.manual_seed(seed)  # as the notebook's sections 7 and 8, with its seed 0 replaced
-    if positions == "paper":  # section 8's 2017 block
-        model = DecoderLM(V, D_MODEL, HEADS, LAYERS, 4 * D_MODEL, norm="layer", ffn="relu", max_len=4 * L)
+    if positions.startswith("paper"):  # section 8's 2017 block, with sinusoids ("paper") or RoPE ("paper-rope")
+        scheme = "rope" if positions == "paper-rope" else "sinusoidal"
+        model = DecoderLM(
+            V, D_MODEL, HEADS, LAYERS, 4 * D_MODEL, norm="layer", ffn="relu", positions=scheme, max_len=4 * L
+        )
     else:
         model = DecoderLM(
             V,
@@ -63,11 +73,21 @@ def run(seed, positions, steps=STEPS):
     test_tokens, test_periods = repeated_sequences(64, 4 * L, V, 4, 12, torch.Generator().manual_seed(1000 + seed))
     accuracy, counted = accuracy_by_position(model, test_tokens, test_periods)  # (4L - 1,) each
     by_span = {name: float((accuracy[s] * counted[s]).sum() / counted[s].sum()) for name, s in SPANS.items()}
+    extensions = {}
+    if positions in ("rope", "paper-rope"):  # the optional part of section 7: RoPE stretched at test time
+        for name, how in EXTENSIONS.items():
+            extend_rope(model, **how)
+            stretched, _ = accuracy_by_position(model, test_tokens, test_periods)
+            extensions[name] = {
+                k: float((stretched[s] * counted[s]).sum() / counted[s].sum()) for k, s in SPANS.items()
+            }
+        extend_rope(model, None)
     return {
         "seed": seed,
         "positions": positions,
         "steps": steps,
         "accuracy": by_span,
+        "extensions": extensions,
         "accuracy_by_position": [round(a, 3) for a in accuracy.tolist()],
         "final_loss": sum(losses[-20:]) / len(losses[-20:]),
         "seconds": round(time.perf_counter() - start, 1),
@@ -76,14 +96,14 @@ def run(seed, positions, steps=STEPS):
 
 def _without_curve(row: dict) -> dict:
     """A run's record as printed while the sweep goes on: without its accuracy at every position."""
-    return {k: v for k, v in row.items() if k != "accuracy_by_position"}
+    return {k: v for k, v in row.items() if k not in ("accuracy_by_position", "extensions")}
 
 
 def main():
     parser = seed_parser(__doc__, 10)
     parser.add_argument("--steps", type=int, default=STEPS, help=f"training steps (default: {STEPS})")
     args = parser.parse_args()
-    schemes = SCHEMES if args.steps == STEPS else (*SCHEMES, "paper")
+    schemes = SCHEMES if args.steps == STEPS else (*SCHEMES, "paper", "paper-rope")
     out = OUT if args.steps == STEPS else OUT.with_name(f"extrapolation_{args.steps}_steps.json")
     start = time.perf_counter()
     rows, _ = sweep(args.seeds, [(positions, args.steps) for positions in schemes], run, show=_without_curve)

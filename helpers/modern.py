@@ -41,6 +41,7 @@ __all__ = [
     "alibi_bias",
     "alibi_slopes",
     "apply_rotary",
+    "extend_rope",
     "sliding_window_mask",
     "train_decoder_lm",
 ]
@@ -82,8 +83,9 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def _rotary_angles(n: int, d: int, positions, base: float, device) -> torch.Tensor:
-    """``(n, d / 2)``: the angle ``position * base ** (-2i / d)`` of pair ``i`` at each position, in float64."""
+def _rotary_angles(n: int, d: int, positions, base: float, device, frequency_scale=None) -> torch.Tensor:
+    """``(n, d / 2)``: the angle ``position * base ** (-2i / d)`` of pair ``i`` at each position, in float64, each
+    pair's frequency times ``frequency_scale`` (a positive float or ``(d / 2,)`` tensor) when given."""
     if positions is None:
         positions = torch.arange(n, device=device)
     if not isinstance(positions, torch.Tensor) or positions.shape != (n,) or positions.is_floating_point():
@@ -92,11 +94,23 @@ def _rotary_angles(n: int, d: int, positions, base: float, device) -> torch.Tens
             f"got {shape_text(positions)}"
         )
     inverse_frequency = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=device) / d)  # (d/2,)
+    if frequency_scale is not None:
+        scale = torch.as_tensor(frequency_scale, dtype=torch.float64, device=device)
+        if scale.shape not in ((), (d // 2,)) or not bool((scale > 0).all()) or not bool(scale.isfinite().all()):
+            raise ValueError(
+                f"frequency_scale must be a positive float or a tensor of shape (d/2,) = ({d // 2},) of positive "
+                f"values, got {shape_text(frequency_scale) if isinstance(frequency_scale, torch.Tensor) else frequency_scale!r}"
+            )
+        inverse_frequency = inverse_frequency * scale
     return positions.to(torch.float64)[:, None] * inverse_frequency[None, :]  # (n, d/2)
 
 
 def apply_rotary(
-    x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0, interleaved: bool = True
+    x: torch.Tensor,
+    positions: torch.Tensor | None = None,
+    base: float = 10000.0,
+    interleaved: bool = True,
+    frequency_scale: float | torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Rotary position embedding (RoPE; Su et al., 2021, Eq. 34): rotate each pair of features by its angle.
 
@@ -109,6 +123,9 @@ def apply_rotary(
     The two are the same rotation up to a fixed permutation of the ``d`` features, not the same function: a
     checkpoint trained with one needs its query and key weights permuted to run with the other. Returns a tensor of
     ``x``'s shape and dtype.
+
+    ``frequency_scale`` (a positive float, or one per pair, ``(d / 2,)``) multiplies each pair's frequency: how
+    :func:`extend_rope` stretches a trained model to longer inputs (1 / s for every pair is position interpolation).
     """
     if not isinstance(x, torch.Tensor) or x.dim() < 2 or not x.is_floating_point():
         raise ValueError(f"x must be a floating tensor of shape (..., n, d), got {shape_text(x)}")
@@ -116,7 +133,7 @@ def apply_rotary(
     if d % 2:
         raise ValueError(f"apply_rotary rotates pairs of features: d must be even, got x of shape {tuple(x.shape)}")
     base = _positive_float("base", base)
-    angles = _rotary_angles(n, d, positions, base, x.device)
+    angles = _rotary_angles(n, d, positions, base, x.device, frequency_scale)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (n, d/2) each
     if interleaved:
         first, second = x[..., 0::2], x[..., 1::2]  # (..., n, d/2): features 2i and 2i + 1
@@ -204,6 +221,8 @@ class _Attention(nn.Module):
         self.num_heads, self.num_kv_heads, self.positions = num_heads, num_kv_heads, positions
         self.d_k = d_model // num_heads
         self.rope_base = rope_base
+        self.rope_frequency_scale: torch.Tensor | None = None  # set by extend_rope
+        self.score_scale = 1.0  # YaRN's temperature (extend_rope)
         self.w_q = nn.Linear(d_model, d_model, bias=False)
         self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
         self.w_v = nn.Linear(d_model, num_kv_heads * self.d_k, bias=False)
@@ -215,10 +234,13 @@ class _Attention(nn.Module):
         k = split_heads(self.w_k(x), self.num_kv_heads)  # (B, n, h_kv d_k) -> (B, h_kv, n, d_k)
         v = split_heads(self.w_v(x), self.num_kv_heads)
         if self.positions == "rope":  # rotate queries and keys, never values
-            q, k = apply_rotary(q, base=self.rope_base), apply_rotary(k, base=self.rope_base)
+            rope = dict(base=self.rope_base, frequency_scale=self.rope_frequency_scale)
+            q, k = apply_rotary(q, **rope), apply_rotary(k, **rope)
         group = self.num_heads // self.num_kv_heads  # query heads per key/value head
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, n, d_k)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, h, n, n)
+        if self.score_scale != 1.0:  # YaRN's temperature (extend_rope)
+            scores = scores * self.score_scale
         if self.positions == "alibi":
             scores = scores + alibi_bias(self.num_heads, n).to(scores.dtype)
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # every row keeps its own key
@@ -268,8 +290,10 @@ class DecoderLM(nn.Module):
         rope_base: RoPE's base (10,000 as in Su et al.).
 
     The paper's block is ``DecoderLM(..., norm="layer", ffn="relu", positions="sinusoidal")``; a Llama-style block is
-    ``DecoderLM(..., num_kv_heads=h_kv, norm="rms", ffn="swiglu", positions="rope")``. With added positions the token
-    embeddings are multiplied by ``sqrt(d_model)`` (§3.4). ``forward(tokens (B, n)) -> (logits (B, n, V), [weights
+    ``DecoderLM(..., num_kv_heads=h_kv, norm="rms", ffn="swiglu", positions="rope")``. Whatever the positions, the
+    token embeddings are drawn with std ``d_model ** -0.5`` and multiplied by ``sqrt(d_model)`` (§3.4, as notebook
+    09's ``Transformer`` does), so every setting starts from token vectors of std 1, the size of the sinusoids, and
+    only the block or the positions differ between two models. ``forward(tokens (B, n)) -> (logits (B, n, V), [weights
     (B, h, n, n) per layer])``.
     """
 
@@ -313,8 +337,10 @@ class DecoderLM(nn.Module):
         if pre_norm is not None and not isinstance(pre_norm, bool):
             raise ValueError(f"pre_norm must be True, False or None, got {pre_norm!r}")
         self.vocab_size, self.d_model, self.max_len, self.window = vocab_size, d_model, max_len, window
+        self.rope_base = _positive_float("rope_base", rope_base)
         self.pre_norm = (norm == "rms") if pre_norm is None else pre_norm
         self.embedding = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embedding.weight, std=d_model**-0.5)  # times sqrt(d_model) in forward: std 1
         if positions == "learned":
             self.position_embedding = nn.Embedding(max_len, d_model)
         if positions == "sinusoidal":
@@ -339,11 +365,11 @@ class DecoderLM(nn.Module):
             )
         if self.positions in ("sinusoidal", "learned") and n > self.max_len:
             raise ValueError(f"{self.positions} positions cover max_len={self.max_len} positions, got n={n}")
-        x = self.embedding(tokens)  # (B, n, d_model)
+        x = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, n, d_model), std about 1 at initialisation
         if self.positions == "sinusoidal":
-            x = x * math.sqrt(self.d_model) + self.pe[:n]
+            x = x + self.pe[:n]
         elif self.positions == "learned":
-            x = x * math.sqrt(self.d_model) + self.position_embedding(torch.arange(n, device=tokens.device))
+            x = x + self.position_embedding(torch.arange(n, device=tokens.device))
         mask = sliding_window_mask(n, self.window) if self.window is not None else sliding_window_mask(n, n)
         mask = mask.to(tokens.device)
         all_weights = []
@@ -353,6 +379,57 @@ class DecoderLM(nn.Module):
         if self.pre_norm:
             x = self.final_norm(x)
         return self.output(x), all_weights
+
+
+ROPE_EXTENSIONS = ("base", "interpolation", "ntk", "yarn")
+
+
+def extend_rope(
+    model: DecoderLM,
+    method: str | None,
+    factor: float = 1.0,
+    original_length: int | None = None,
+    base: float | None = None,
+) -> None:
+    """Stretch a trained RoPE :class:`DecoderLM` to inputs ``factor`` times longer than it was trained on, at test
+    time, with no training: every layer's rotation changes in place. ``method``:
+
+    - ``None``: the rotation it was trained with;
+    - ``"base"``: RoPE's base raised to ``base``, so every pair but the first turns more slowly (Code Llama, Rozière
+      et al., 2023, raise it from 10,000 to 1,000,000, and then train on long inputs);
+    - ``"interpolation"``: positions divided by ``factor`` (Chen et al., 2023), so an input ``factor`` times longer
+      spans only the angles training saw; neighbours come ``factor`` times closer;
+    - ``"ntk"``: "NTK-aware" scaling, the base times ``factor ** (d / (d - 2))`` (d the head width): the slowest pair
+      is interpolated by ``factor``, the fastest is left as it was (Peng et al., 2023, §3.1);
+    - ``"yarn"``: YaRN (Peng et al., 2023, §3.2-3.4): each pair interpolated by how many turns it makes over the
+      ``original_length`` training saw (fewer than 1: by ``factor``; more than 32: not at all; a linear ramp between),
+      and every score multiplied by ``(0.1 ln(factor) + 1) ** 2``.
+    """
+    if not isinstance(model, DecoderLM) or model.positions != "rope":
+        raise ValueError(f"extend_rope needs a DecoderLM with positions='rope', got {type(model).__name__}")
+    if method is not None and method not in ROPE_EXTENSIONS:
+        raise ValueError(f"method must be None or one of {ROPE_EXTENSIONS}, got {method!r}")
+    factor = _positive_float("factor", factor)
+    d_k = model.d_model // model.layers[0].attention.num_heads
+    trained = model.rope_base
+    new_base, frequency_scale, score_scale = trained, None, 1.0
+    if method == "base":
+        new_base = _positive_float("base", base)
+    elif method == "interpolation":
+        frequency_scale = torch.full((d_k // 2,), 1 / factor, dtype=torch.float64)
+    elif method == "ntk":
+        new_base = trained * factor ** (d_k / (d_k - 2))
+    elif method == "yarn":
+        positive_int("original_length", original_length, "(the length the model was trained on)")
+        frequency = trained ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k/2,), radians per position
+        turns = original_length * frequency / (2 * math.pi)  # how many times each pair turns over the trained length
+        keep = ((turns - 1) / (32 - 1)).clamp(0, 1)  # 0: interpolate fully, 1: leave as it was
+        frequency_scale = keep + (1 - keep) / factor
+        score_scale = (0.1 * math.log(factor) + 1) ** 2
+    for layer in model.layers:
+        layer.attention.rope_base = new_base
+        layer.attention.rope_frequency_scale = frequency_scale
+        layer.attention.score_scale = score_scale
 
 
 def train_decoder_lm(

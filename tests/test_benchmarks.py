@@ -7,6 +7,8 @@ seed, and require the same numbers, so that neither can drift from the other unn
 """
 
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,7 @@ def _notebook_14_runs(steps):
     source = next("".join(c["source"]) for c in cells if "SCHEMES = (" in "".join(c["source"]))
     assert source.count("steps=200") == 1
     namespace = {
+        "math": math,
         "torch": torch,
         "repeated_sequences": repeated_sequences,
         "DecoderLM": DecoderLM,
@@ -93,33 +96,80 @@ def test_the_stored_extrapolation_table_is_the_one_notebook_14_describes():
     assert f"{extrapolation.STEPS} steps" in notebook and "benchmarks/extrapolation.py" in notebook
 
 
+def _notebook_14_text() -> str:
+    cells = json.loads((ROOT / "notebooks" / "14_modern_attention_blocks.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = "".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    return " ".join(text.split())  # line breaks inside a quoted range do not matter
+
+
+def _stored(name):
+    record = json.loads(extrapolation.OUT.with_name(name).read_text(encoding="utf-8"))
+    return record, {(r["positions"], r["seed"]): r for r in record["runs"]}
+
+
+def _range(values, digits=2):
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
 def test_the_200_step_table_holds_what_notebook_14_quotes_from_it():
-    """Sections 7 and 8 quote ranges over seeds 0-9 of `extrapolation.py --steps 200`: each quoted range is the stored one."""
-    record = json.loads(extrapolation.OUT.with_name("extrapolation_200_steps.json").read_text(encoding="utf-8"))
+    """Section 7's prose, its optional part and section 8 quote ranges over seeds 0-9 of `extrapolation.py --steps
+    200` (the notebook prints the table itself; the prose must say what it shows): each quoted number is the stored
+    one."""
+    record, runs = _stored("extrapolation_200_steps.json")
     assert record["steps"] == 200
-    runs = {(r["positions"], r["seed"]): r for r in record["runs"]}
-    for positions in (*extrapolation.SCHEMES, "paper"):
+    for positions in (*extrapolation.SCHEMES, "paper", "paper-rope"):
         assert sorted(seed for p, seed in runs if p == positions) == list(range(10))
 
-    def span(positions, name):
-        values = [runs[positions, seed]["accuracy"][name] for seed in range(10)]
-        return f"{min(values):.2f}-{max(values):.2f}"
+    def acc(positions, span):
+        return [runs[positions, seed]["accuracy"][span] for seed in range(10)]
 
-    def loss(positions, digits):
-        values = [runs[positions, seed]["final_loss"] for seed in range(10)]
-        return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
-
-    notebook = "".join(
-        "".join(cell["source"])
-        for cell in json.loads((ROOT / "notebooks" / "14_modern_attention_blocks.ipynb").read_text(encoding="utf-8"))[
-            "cells"
-        ]
+    text = _notebook_14_text()
+    quoted = {
+        "learned at L": f"({_range(acc('learned', 'L'))} at $L$)",
+        "learned at 4L": f"at $4L$ ({_range(acc('learned', '4L'))})",
+        "ALiBi": f"at a lower level ({_range(acc('alibi', 'L'))})",
+        "sinusoids": f"slower to learn ({_range(acc('sinusoidal', 'L'))} at $L$)",
+    }
+    learned_rope = [s for s in range(10) if runs["rope", s]["accuracy"]["L"] > 0.8]  # RoPE learned the task
+    assert (
+        f"learns the task on {['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'][len(learned_rope)]} seeds of ten"
+        in text
     )
-    notebook = " ".join(notebook.split())  # line breaks inside a quoted range do not matter
-    names = {"rope": "RoPE", "alibi": "ALiBi", "learned": "learned", "none": "none", "sinusoidal": "sinusoidal"}
-    for positions, name in names.items():
-        assert f"{name} {span(positions, 'L')} / {span(positions, '4L')}" in notebook, positions
-    assert f"{loss('rope', 1)} against {loss('paper', 2)}" in notebook
+    ntk = [runs["rope", s]["extensions"]["NTK x4"]["4L"] for s in learned_rope]
+    plain = [runs["rope", s]["accuracy"]["4L"] for s in learned_rope]
+    quoted["NTK after 200 steps"] = f"({_range(ntk)} at $4L$ against {_range(plain)} as trained)"
+    for what, phrase in quoted.items():
+        assert phrase in text, (what, phrase)
+
+    def effect(a, b):  # the 2x2 of section 8: mean change at L, seed by seed
+        return sum(x - y for x, y in zip(acc(*a), acc(*b), strict=True)) / 10
+
+    assert f"by {effect(('paper-rope', 'L'), ('paper', 'L')):.2f} at $L$ on average for the 2017 block" in text
+    assert f"by {effect(('rope', 'L'), ('sinusoidal', 'L')):.2f} for the Llama-style one" in text
+
+
+def test_the_1000_step_table_holds_what_notebook_14_quotes_from_it():
+    """The ranges that section 7 quotes from the stored 1000-step benchmark, and the NTK-aware bound it states."""
+    record, runs = _stored("extrapolation.json")
+    assert record["steps"] == extrapolation.STEPS == 1000
+
+    def acc(positions, span):
+        return [runs[positions, seed]["accuracy"][span] for seed in range(10)]
+
+    def drop(positions):
+        return [a - b for a, b in zip(acc(positions, "L"), acc(positions, "4L"), strict=True)]
+
+    text = _notebook_14_text()
+    assert re.search(r"they lose (\S+) to (\S+) and (\S+) to (\S+)", text).groups() == tuple(
+        f"{v:.2f}"
+        for v in (min(drop("sinusoidal")), max(drop("sinusoidal")), min(drop("learned")), max(drop("learned")))
+    )
+    assert f"({_range(acc('sinusoidal', 'L'))} and {_range(acc('learned', 'L'))} at $L$)" in text
+    gain = [-d for d in drop("alibi")]
+    assert f"ALiBi gains {min(gain):.2f} to {max(gain):.2f} ({_range(acc('alibi', '4L'))} at $4L$)" in text
+    assert f"the best at $L$ ({_range(acc('rope', 'L'))}), falls to {_range(acc('rope', '4L'))}" in text
+    ntk = [abs(runs["rope", s]["extensions"]["NTK x4"]["4L"] - runs["rope", s]["accuracy"]["4L"]) for s in range(10)]
+    assert "within 0.07 of the model as trained, on every seed" in text and max(ntk) < 0.07
 
 
 def test_a_sweep_runs_every_setting_for_every_seed_in_order_on_one_thread(capsys):

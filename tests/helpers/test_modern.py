@@ -18,6 +18,7 @@ from helpers.modern import (
     alibi_bias,
     alibi_slopes,
     apply_rotary,
+    extend_rope,
     sliding_window_mask,
     train_decoder_lm,
 )
@@ -272,11 +273,11 @@ def test_decoder_lm_is_causal_and_returns_its_weights(settings):
 def _decoder_lm_from_its_parts(model, tokens):
     """What DecoderLM's forward must compute, written from its own submodules with SDPA and the helpers above."""
     n, h = tokens.shape[1], model.layers[0].attention.num_heads
-    x = model.embedding(tokens)
+    x = model.embedding(tokens) * math.sqrt(model.d_model)  # every scheme: §3.4's scale
     if model.positions == "sinusoidal":
-        x = x * math.sqrt(model.d_model) + model.pe[:n]
+        x = x + model.pe[:n]
     elif model.positions == "learned":
-        x = x * math.sqrt(model.d_model) + model.position_embedding.weight[:n]
+        x = x + model.position_embedding.weight[:n]
     allowed = sliding_window_mask(n, model.window or n)
     bias = alibi_bias(h, n) if model.positions == "alibi" else torch.zeros(h, n, n)
     bias = bias.masked_fill(~allowed, float("-inf"))
@@ -456,3 +457,90 @@ def test_accuracy_by_position_bad_input():
         with pytest.raises(ValueError) as e:
             accuracy_by_position(model, *args)
         assert words in str(e.value)
+
+
+# Stretching a trained RoPE model (extend_rope) and the embedding's scale -------------------------------------------
+
+
+def test_every_position_scheme_starts_from_token_vectors_of_one_size():
+    """One thing varies between two DecoderLMs: whatever the positions, the token vectors start with std about 1 (drawn
+    with std d_model ** -0.5, times sqrt(d_model)), the size of the sinusoids, and the output's first layer sees them."""
+    stds = {}
+    for positions in ("sinusoidal", "learned", "rope", "alibi", "none"):
+        torch.manual_seed(0)
+        model = DecoderLM(50, 64, 4, 1, 128, norm="rms", ffn="swiglu", positions=positions, max_len=32)
+        assert model.embedding.weight.std().item() == pytest.approx(64**-0.5, rel=0.05)
+        captured = {}
+        model.layers[0].register_forward_pre_hook(lambda _, args, captured=captured: captured.update(x=args[0]))
+        with torch.no_grad():
+            model(torch.arange(32).remainder(50)[None])
+        tokens_only = captured["x"] - (model.pe[:32] if positions == "sinusoidal" else 0)
+        if positions == "learned":
+            tokens_only = tokens_only - model.position_embedding.weight[:32]
+        stds[positions] = tokens_only.std().item()
+    assert all(0.9 < std < 1.1 for std in stds.values()), stds
+    assert max(stds.values()) - min(stds.values()) < 0.02, stds  # the same draw, scaled alike
+
+
+def _rope_model(seed=0):
+    torch.manual_seed(seed)
+    return DecoderLM(13, 16, 2, 2, 32, norm="rms", ffn="swiglu", positions="rope").eval()
+
+
+def test_extend_rope_methods_change_the_angles_as_their_papers_say():
+    model = _rope_model()
+    tokens = torch.randint(0, 13, (2, 20), generator=generator())
+    with torch.no_grad():
+        before = model(tokens)[0]
+        extend_rope(model, "base", base=10000.0)  # the trained base: nothing changes
+        torch.testing.assert_close(model(tokens)[0], before, rtol=0, atol=0)
+        extend_rope(model, "base", base=1e6)
+        raised = model(tokens)[0]
+        assert not torch.allclose(raised, before)
+        twin = DecoderLM(13, 16, 2, 2, 32, norm="rms", ffn="swiglu", positions="rope", rope_base=1e6).eval()
+        twin.load_state_dict(model.state_dict())
+        torch.testing.assert_close(raised, twin(tokens)[0])  # a raised base is the model built with it
+        extend_rope(model, None)
+        torch.testing.assert_close(model(tokens)[0], before, rtol=0, atol=0)  # back as trained
+    attention, d_k = model.layers[0].attention, 8
+    trained = 10000.0 ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # radians per position, per pair
+    extend_rope(model, "interpolation", factor=4)
+    torch.testing.assert_close(attention.rope_frequency_scale, torch.full((4,), 0.25, dtype=torch.float64))
+    extend_rope(model, "ntk", factor=4)  # the slowest pair interpolated by 4, the fastest left alone
+    ntk = attention.rope_base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    assert ntk[0] == trained[0] and (ntk[-1] / trained[-1]).item() == pytest.approx(0.25)
+    extend_rope(model, "yarn", factor=4, original_length=32)
+    scale = attention.rope_frequency_scale
+    turns = 32 * trained / (2 * math.pi)  # pair 0 turns about 5 times over 32 positions, the others less than once
+    assert bool(((scale >= 0.25) & (scale <= 1)).all()) and scale.tolist() == sorted(scale.tolist(), reverse=True)
+    torch.testing.assert_close(scale[1:], torch.full((3,), 0.25, dtype=torch.float64))  # under one turn: by 4
+    assert scale[0].item() == pytest.approx(0.25 + 0.75 * (turns[0].item() - 1) / 31)
+    assert attention.score_scale == pytest.approx((0.1 * math.log(4) + 1) ** 2)
+    extend_rope(model, None)
+    assert attention.rope_frequency_scale is None and attention.score_scale == 1.0 and attention.rope_base == 10000.0
+
+
+def test_rotary_frequency_scale_is_slower_turning():
+    x = torch.randn(5, 8, generator=generator())
+    torch.testing.assert_close(apply_rotary(x, frequency_scale=1.0), apply_rotary(x))
+    # a quarter of every frequency at position 4 is the whole frequency at position 1
+    quarter = apply_rotary(x, torch.arange(0, 20, 4), frequency_scale=0.25)
+    torch.testing.assert_close(quarter, apply_rotary(x, torch.arange(5)))
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: extend_rope(DecoderLM(5, 8, 2, 1, 16), "base", base=1e6), "positions='rope'"),
+        (lambda: extend_rope(_rope_model(), "stretch", factor=2), "one of"),
+        (lambda: extend_rope(_rope_model(), "interpolation", factor=0), "factor"),
+        (lambda: extend_rope(_rope_model(), "yarn", factor=2), "original_length"),
+        (lambda: extend_rope(_rope_model(), "base"), "base"),
+        (lambda: apply_rotary(torch.randn(4, 6), frequency_scale=-1.0), "frequency_scale"),
+        (lambda: apply_rotary(torch.randn(4, 6), frequency_scale=torch.ones(2)), "(d/2,) = (3,)"),
+    ],
+)
+def test_extend_rope_bad_input(call, words):
+    with pytest.raises(ValueError) as e:
+        call()
+    assert words in str(e.value)
