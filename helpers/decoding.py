@@ -1,4 +1,4 @@
-"""Decoding a trained encoder-decoder: greedy search and beam search with the GNMT length penalty.
+"""Decoding a trained encoder-decoder: greedy search, beam search with the GNMT length penalty, and sampling.
 
 Vaswani et al., 2017, §6.1: beam search with beam size 4 and length penalty alpha = 0.6, the
 penalty of Wu et al. (2016, GNMT), ``lp(Y) = ((5 + |Y|) / 6) ** alpha``; the output may run to
@@ -22,18 +22,35 @@ Both functions run the model in ``eval()`` under ``torch.no_grad()`` (and put ba
 they found), decode all sentences of the batch together, and return one list of generated ids
 per sentence: without ``<bos>``, ending with ``<eos>`` (included) or after ``max_len`` tokens.
 Every token of the vocabulary is a candidate at every step.
+
+Sampling (:func:`sample_decode`) draws each next token from the model's distribution instead of taking the most
+probable one, after three optional changes to that distribution (:func:`sampling_probs`), in this order:
+``temperature`` divides the logits (:func:`apply_temperature`; 0 is greedy), ``top_k`` keeps the ``k`` most
+probable tokens (:func:`top_k_filter`; Fan et al., 2018) and ``top_p`` keeps the smallest set of most probable
+tokens whose probability reaches ``p`` (:func:`top_p_filter`: nucleus sampling, Holtzman et al., 2020, §3.1).
+A filter sets the logits it removes to ``-inf``, so the softmax gives them probability 0.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 
 import torch
 
 from helpers.checks import non_negative_int, positive_int, shape_text
 from helpers.decoder import KVCache
 
-__all__ = ["beam_search", "greedy_decode", "length_penalty"]
+__all__ = [
+    "apply_temperature",
+    "beam_search",
+    "greedy_decode",
+    "length_penalty",
+    "sample_decode",
+    "sampling_probs",
+    "top_k_filter",
+    "top_p_filter",
+]
 
 
 def length_penalty(length: int, alpha: float) -> float:
@@ -251,6 +268,152 @@ def beam_search(
             for b in range(B):
                 best = max(range(len(finished[b])), key=lambda i: (finished[b][i][2], -i))  # first on a tie
                 out.append(finished[b][best][0])
+    finally:
+        _restore(model, was_training)
+    return out
+
+
+def _check_logits(logits) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() == 0:
+        raise ValueError(f"logits must be a floating-point tensor (..., vocab), got {shape_text(logits)}")
+    if logits.shape[-1] == 0:
+        raise ValueError(f"logits must hold at least one token, got shape {tuple(logits.shape)}")
+
+
+def _real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``logits (..., vocab) / temperature``: above 1 flattens the distribution, below 1 sharpens it.
+
+    The softmax of ``logits / T`` is ``p_i ** (1 / T)`` renormalised, ``p`` the softmax of ``logits``. As ``T``
+    goes to 0 it puts all the mass on the most probable token, so ``temperature=0`` is greedy decoding: the
+    result is 0 at each row's largest logit (the first on a tie, as ``argmax``) and ``-inf`` elsewhere.
+    ``temperature=1`` returns the logits unchanged. Raises ``ValueError`` for a negative or non-finite one.
+    """
+    _check_logits(logits)
+    t = _real("temperature", temperature)
+    if t < 0 or math.isinf(t):
+        raise ValueError(f"temperature must be a finite number >= 0 (0 is greedy), got {temperature!r}")
+    if t == 0:
+        best = logits.argmax(dim=-1, keepdim=True)  # (..., 1)
+        out = torch.full_like(logits, -math.inf)
+        return out.scatter(-1, best, 0.0)
+    return logits / t
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the ``k`` largest logits of each row, set the others to ``-inf`` (top-k sampling; Fan et al., 2018).
+
+    ``logits (..., vocab)`` -> the same shape. Ties at the ``k``-th place go to the smaller token id, so exactly
+    ``min(k, vocab)`` tokens stay; ``k=1`` keeps the argmax alone (greedy), ``k >= vocab`` keeps every token.
+    Raises ``ValueError`` unless ``k`` is an integer >= 1.
+    """
+    _check_logits(logits)
+    positive_int("top_k", k, "tokens kept")
+    k = min(k, logits.shape[-1])
+    order = torch.sort(logits, dim=-1, descending=True, stable=True).indices  # (..., vocab): ties, smaller id first
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    return logits.masked_fill(~keep, -math.inf)
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Nucleus filtering (Holtzman et al., 2020, §3.1): keep the smallest set of most probable tokens whose
+    probabilities sum to at least ``p``, set the other logits to ``-inf``.
+
+    ``logits (..., vocab)`` -> the same shape. Tokens are ranked by probability (ties: the smaller id first)
+    and a token is kept while the mass of the tokens ranked above it is still below ``p``: the most probable
+    token always stays, and how many follow depends on how sure the model is (one token when its probability
+    alone reaches ``p``). ``p=1`` keeps every token. Raises ``ValueError`` unless ``0 < p <= 1``.
+    """
+    _check_logits(logits)
+    p = _real("top_p", p)
+    if not 0 < p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], the probability mass kept, got {p!r}")
+    if p == 1:
+        return logits.clone()
+    probs = torch.softmax(logits.double(), dim=-1)  # (..., vocab), float64 so that the running sums are exact enough
+    sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    above = sorted_p.cumsum(dim=-1) - sorted_p  # mass of the tokens ranked above each one
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, order, above < p)
+    return logits.masked_fill(~keep, -math.inf)
+
+
+def sampling_probs(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """The distribution a sampler draws the next token from: ``logits (..., vocab)`` -> probabilities (same shape).
+
+    Temperature first (:func:`apply_temperature`), then top-k (:func:`top_k_filter`), then top-p on what is
+    left (:func:`top_p_filter`); ``None`` skips a filter. The softmax of the result gives every removed token
+    probability 0 and renormalises the rest.
+    """
+    scaled = apply_temperature(logits, temperature)
+    if top_k is not None:
+        scaled = top_k_filter(scaled, top_k)
+    if top_p is not None:
+        scaled = top_p_filter(scaled, top_p)
+    return torch.softmax(scaled.float(), dim=-1)
+
+
+def sample_decode(
+    model,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len: int,
+    src_mask: torch.Tensor | None = None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+    use_cache: bool = False,
+) -> list[list[int]]:
+    """Sampling: at each step draw the next token from :func:`sampling_probs` of the model's logits.
+
+    ``src (B, m)`` ids -> ``B`` lists of generated ids, in the format of :func:`greedy_decode`, which it equals
+    for ``temperature=0`` or ``top_k=1``. Each step draws one number ``u`` per sentence, uniform in ``[0, 1)``,
+    from ``generator`` (a CPU ``torch.Generator``; ``None``: PyTorch's global one), and takes the first token
+    whose cumulative probability exceeds ``u`` (ids in vocabulary order). The same generator state and the
+    same probabilities give the same tokens; probabilities that differ in their last digits (another CPU's
+    kernels) may move a cumulative boundary across a ``u`` and change the token, and with it the rest of the
+    sentence. To draw ``N`` samples per sentence, repeat the rows of ``src`` (and ``src_mask``).
+    """
+    _check_decoding_args(model, src, bos_id, eos_id, max_len, src_mask)
+    _check_use_cache(model, use_cache)
+    probe = torch.zeros(1, 1)
+    sampling_probs(probe, temperature, top_k, top_p)  # raises on a bad temperature, top_k or top_p
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    was_training = _set_eval(model)
+    try:
+        with torch.no_grad():
+            memory, _ = model.encode(src, src_mask)  # (B, m, d_model)
+            B = src.shape[0]
+            tgt = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1): <bos>
+            out: list[list[int]] = [[] for _ in range(B)]
+            done = [False] * B
+            cache = KVCache() if use_cache else None
+            for _ in range(max_len):
+                log_probs = _next_log_probs(model, tgt, memory, src_mask, cache)  # (B, vocab)
+                probs = sampling_probs(log_probs, temperature, top_k, top_p).double()  # (B, vocab)
+                cumulative = probs.cumsum(dim=-1)  # (B, vocab)
+                u = torch.rand(B, 1, dtype=torch.float64, generator=generator).to(probs.device)  # (B, 1) in [0, 1)
+                u = u * cumulative[:, -1:]  # the total is 1 up to rounding
+                next_ids = torch.searchsorted(cumulative, u, right=True)[:, 0]  # first index with cumulative > u
+                vocab = probs.shape[-1]
+                last = vocab - 1 - (probs > 0).flip(-1).int().argmax(dim=-1)  # (B,) the last token that may be drawn
+                next_ids = torch.where(next_ids < vocab, next_ids, last)  # u rounded up to the total: rare
+                for b, token in enumerate(next_ids.tolist()):
+                    if not done[b]:
+                        out[b].append(token)
+                        done[b] = token == eos_id
+                if sum(done) == B:  # every sentence has emitted <eos>
+                    break
+                tgt = torch.cat([tgt, next_ids[:, None]], dim=1)  # (B, t) -> (B, t + 1)
     finally:
         _restore(model, was_training)
     return out

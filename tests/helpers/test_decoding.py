@@ -9,7 +9,16 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.decoding import beam_search, greedy_decode, length_penalty
+from helpers.decoding import (
+    apply_temperature,
+    beam_search,
+    greedy_decode,
+    length_penalty,
+    sample_decode,
+    sampling_probs,
+    top_k_filter,
+    top_p_filter,
+)
 from helpers.masks import padding_mask
 from helpers.transformer import Transformer
 
@@ -320,3 +329,174 @@ def test_beam_search_runs_on_the_models_device():
     src = torch.randint(0, 6, (3, 4), generator=torch.Generator().manual_seed(0))
     expected = beam_search(_tiny(0, vocab=6), src, BOS, EOS, 6)
     assert beam_search(model, src.cuda(), BOS, EOS, 6) == expected
+
+
+# Sampling: temperature, top-k and top-p (nucleus) filters, and sample_decode.
+
+
+def test_temperature_scales_the_logits_and_zero_is_the_argmax():
+    logits = torch.tensor([[1.0, 3.0, 2.0, 3.0], [0.5, -1.0, 0.0, 0.25]])
+    torch.testing.assert_close(apply_temperature(logits, 2.0), logits / 2)
+    torch.testing.assert_close(apply_temperature(logits, 1), logits)
+    zero = apply_temperature(logits, 0)
+    assert zero[0].tolist() == [-math.inf, 0.0, -math.inf, -math.inf]  # a tie: the first, as argmax
+    assert zero[1].tolist() == [0.0, -math.inf, -math.inf, -math.inf]
+    p = torch.softmax(logits, -1)
+    for t in (0.5, 2.0):  # softmax(z / T) is p ** (1 / T), renormalised
+        powered = p ** (1 / t)
+        torch.testing.assert_close(sampling_probs(logits, temperature=t), powered / powered.sum(-1, keepdim=True))
+    tops = [sampling_probs(logits[1], temperature=t).max().item() for t in (0.01, 0.5, 1.0, 2.0, 10.0)]
+    assert all(a > b for a, b in itertools.pairwise(tops)) and tops[0] > 0.999  # sharper as T falls
+
+
+def test_top_k_keeps_exactly_k_tokens_and_their_ratios():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 11, generator=g)
+    for k in (1, 3, 11, 20):
+        kept = top_k_filter(logits, k)
+        assert kept.shape == logits.shape
+        finite = torch.isfinite(kept)
+        assert (finite.sum(-1) == min(k, 11)).all()
+        smallest_kept = kept.masked_fill(~finite, math.inf).min(-1).values
+        largest_dropped = logits.masked_fill(finite, -math.inf).max(-1).values
+        assert (smallest_kept >= largest_dropped).all()  # the k largest, not any k
+        assert torch.equal(kept[finite], logits[finite])
+    assert torch.equal(top_k_filter(logits, 1).argmax(-1), logits.argmax(-1))
+    tied = torch.tensor([2.0, 5.0, 2.0, 2.0])
+    assert torch.isfinite(top_k_filter(tied, 2)).tolist() == [True, True, False, False]  # ties: the smaller id
+
+
+def test_top_p_keeps_the_smallest_set_whose_mass_reaches_p():
+    probs = torch.tensor([0.05, 0.5, 0.2, 0.25])  # ranked: 1 (0.5), 3 (0.25), 2 (0.2), 0 (0.05)
+    logits = probs.log()
+    expected = {  # p -> the ids kept (no p on a boundary: the sums are rounded)
+        0.3: [1],
+        0.49: [1],  # 0.5 alone reaches it
+        0.6: [1, 3],
+        0.74: [1, 3],
+        0.76: [1, 2, 3],
+        0.94: [1, 2, 3],
+        0.96: [0, 1, 2, 3],
+        1.0: [0, 1, 2, 3],
+    }
+    for p, kept in expected.items():
+        filtered = top_p_filter(logits, p)
+        assert torch.isfinite(filtered).nonzero().flatten().tolist() == kept, p
+        renormalised = sampling_probs(logits, top_p=p)
+        torch.testing.assert_close(renormalised[kept], probs[kept] / probs[kept].sum())
+        assert renormalised.sum().item() == pytest.approx(1.0)
+    g = torch.Generator().manual_seed(1)
+    batch = torch.randn(4, 30, generator=g) * 2
+    for p in (0.1, 0.5, 0.9):
+        keep = torch.isfinite(top_p_filter(batch, p))
+        probs = torch.softmax(batch, -1)
+        mass = (probs * keep).sum(-1)
+        least = probs.masked_fill(~keep, math.inf).min(-1).values
+        assert (mass >= p - 1e-6).all() and (mass - least < p).all()  # reaches p; one token fewer would not
+
+
+def test_filters_compose_in_order_temperature_top_k_top_p():
+    logits = torch.tensor([3.0, 2.5, 2.0, 0.0, -1.0])
+    probs = sampling_probs(logits, temperature=2.0, top_k=3, top_p=0.7)
+    scaled = torch.softmax(logits[:3] / 2, -1)  # top-k after the temperature: three tokens, then their nucleus
+    assert scaled[0] < 0.7 <= scaled[0] + scaled[1] and torch.softmax(logits / 2, -1)[:2].sum() < 0.7  # order matters
+    expected = torch.zeros(5)
+    expected[:2] = scaled[:2] / scaled[:2].sum()
+    torch.testing.assert_close(probs, expected)
+    torch.testing.assert_close(sampling_probs(logits), torch.softmax(logits, -1))
+
+
+def test_sampling_arguments_are_checked():
+    logits = torch.zeros(2, 4)
+    for bad in (-0.5, math.inf, math.nan, "1", True):
+        with pytest.raises(ValueError, match="temperature"):
+            apply_temperature(logits, bad)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="top_k"):
+            top_k_filter(logits, bad)
+    for bad in (0, 0.0, -0.1, 1.01, math.nan, None):
+        with pytest.raises(ValueError, match="top_p"):
+            top_p_filter(logits, bad)
+    for bad in (torch.zeros(3, dtype=torch.long), torch.tensor(1.0), torch.zeros(2, 0), [0.1, 0.9]):
+        with pytest.raises(ValueError, match="logits"):
+            top_k_filter(bad, 1)
+    model, src = _tiny(0), torch.tensor([[3, 4]])
+    with pytest.raises(ValueError, match="temperature"):
+        sample_decode(model, src, BOS, EOS, 3, temperature=-1.0)
+    with pytest.raises(ValueError, match="top_p"):
+        sample_decode(model, src, BOS, EOS, 3, top_p=1.5)
+    with pytest.raises(ValueError, match="top_k"):
+        sample_decode(model, src, BOS, EOS, 3, top_k=0)
+    with pytest.raises(ValueError, match="generator"):
+        sample_decode(model, src, BOS, EOS, 3, generator=0)
+    with pytest.raises(ValueError, match="max_len"):
+        sample_decode(model, src, BOS, EOS, 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sampling_at_temperature_zero_or_top_k_one_is_greedy(seed):
+    model = _tiny(seed, vocab=6)
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, 6, (5, 4), generator=g)
+    mask = padding_mask([4, 2, 3, 1, 4], 4)
+    greedy = greedy_decode(model, src, BOS, EOS, 8, mask)
+    for kwargs in ({"temperature": 0}, {"top_k": 1}, {"temperature": 3.0, "top_k": 1}, {"top_p": 1e-6}):
+        assert sample_decode(
+            model, src, BOS, EOS, 8, mask, generator=torch.Generator().manual_seed(seed), **kwargs
+        ) == (greedy), kwargs
+
+
+def test_samples_follow_the_models_distribution():
+    """After <bos> the table model gives A 0.6, B 0.3, <eos> 0.1; then always <eos>. Counts over 20,000 draws."""
+    table = [[0.2] * 5, [0.0, 0.0, 0.1, 0.6, 0.3], [0.2] * 5, [0.0, 0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0]]
+    model = TableModel(table)
+    n = 20_000
+    out = sample_decode(model, torch.full((n, 1), 3), BOS, EOS, 4, generator=torch.Generator().manual_seed(0))
+    first = torch.tensor([ids[0] for ids in out])
+    share = torch.bincount(first, minlength=5).double() / n
+    se = (0.25 / n) ** 0.5
+    for token, p in [(0, 0.0), (1, 0.0), (EOS, 0.1), (3, 0.6), (4, 0.3)]:
+        assert abs(share[token].item() - p) < 5 * se, (token, share)
+    assert all(ids[-1] == EOS and len(ids) <= 2 for ids in out)  # a zero-probability token is never drawn
+    truncated = sample_decode(
+        model, torch.full((n, 1), 3), BOS, EOS, 4, top_k=2, generator=torch.Generator().manual_seed(0)
+    )
+    share = torch.bincount(torch.tensor([ids[0] for ids in truncated]), minlength=5).double() / n
+    assert share[EOS] == 0 and abs(share[3].item() - 2 / 3) < 5 * se  # renormalised over A and B
+    hot = sample_decode(
+        model, torch.full((n, 1), 3), BOS, EOS, 4, temperature=2.0, generator=torch.Generator().manual_seed(0)
+    )
+    share = torch.bincount(torch.tensor([ids[0] for ids in hot]), minlength=5).double() / n
+    root = torch.tensor([0.1, 0.6, 0.3]) ** 0.5  # p ** (1 / T)
+    assert abs(share[3].item() - (root[1] / root.sum()).item()) < 5 * se
+
+
+def test_sampling_is_the_inverse_of_the_cumulative_distribution():
+    """The token drawn is the first whose cumulative probability exceeds u; a boundary moved across u changes it."""
+    table = [[0.2] * 5, [0.0, 0.0, 0.25, 0.5, 0.25], [0.2] * 5, [0.0, 0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0]]
+    n = 1000
+    u = torch.rand(n, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(5))[:, 0]
+    out = sample_decode(
+        TableModel(table), torch.full((n, 1), 3), BOS, EOS, 3, generator=torch.Generator().manual_seed(5)
+    )
+    expected = torch.where(u < 0.25, EOS, torch.where(u < 0.75, 3, 4))  # cumulative 0.25 (eos), 0.75 (A), 1 (B)
+    assert [ids[0] for ids in out] == expected.tolist()
+    same = sample_decode(
+        TableModel(table), torch.full((n, 1), 3), BOS, EOS, 3, generator=torch.Generator().manual_seed(5)
+    )
+    assert same == out  # the same generator state and probabilities: the same samples
+
+
+def test_sample_decode_runs_in_eval_mode_stops_at_eos_and_matches_the_cache():
+    model = _tiny(2, vocab=6, dropout=0.5).train()
+    src = torch.tensor([[3, 4, 5, 3], [5, 5, 0, 0]])
+    mask = padding_mask([4, 2], 4)
+    first = sample_decode(model, src, BOS, EOS, 6, mask, generator=torch.Generator().manual_seed(3))
+    assert model.training
+    assert sample_decode(model, src, BOS, EOS, 6, mask, generator=torch.Generator().manual_seed(3)) == first
+    cached = sample_decode(model, src, BOS, EOS, 6, mask, generator=torch.Generator().manual_seed(3), use_cache=True)
+    assert cached == first
+    assert all(1 <= len(ids) <= 6 and (EOS not in ids or ids.index(EOS) == len(ids) - 1) for ids in first)
+    model = CountingModel()  # deterministic logits (-5 against 0): temperature 0 gives its greedy output
+    src = torch.tensor([[0], [2], [1]])
+    assert sample_decode(model, src, BOS, EOS, 10, temperature=0) == [[EOS], [3, 3, EOS], [3, EOS]]
