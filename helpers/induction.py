@@ -15,7 +15,9 @@ output.
 - :func:`train_induction_model` trains one on the task (:func:`adam_on_repeated_sequences` is the loop, which
   notebook 14 trains with too); :func:`predictable_accuracy` scores it (:func:`next_token_accuracy` scores logits).
 - :func:`previous_token_scores` and :func:`induction_scores` find the heads from their attention weights;
-  :func:`composition_scores` measures composition from the weights of the model alone (Elhage et al., 2021).
+  :func:`in_context_score` measures how much the model gains from earlier context (Olsson et al., 2022);
+  :func:`composition_scores` and :func:`copying_scores` read composition and copying from the weights of the model
+  alone (Elhage et al., 2021).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ __all__ = [
     "adam_on_repeated_sequences",
     "check_periods",
     "composition_scores",
+    "copying_scores",
+    "in_context_score",
     "induction_scores",
     "next_token_accuracy",
     "predictable_accuracy",
@@ -227,16 +231,25 @@ def train_induction_model(
     max_period: int = DEFAULTS["max_period"],
     batch_size: int = DEFAULTS["batch_size"],
     learning_rate: float = DEFAULTS["learning_rate"],
+    callback=None,
+    every: int = 1,
 ) -> tuple[AttentionOnlyTransformer, list[float]]:
     """Train an :class:`AttentionOnlyTransformer` on :func:`repeated_sequences`; return ``(model, losses)``.
 
     Each step draws a fresh batch (so the model never sees the same sequence twice) and takes one Adam step on the
     cross-entropy of every next token, predictable or not. ``seed`` fixes the initial weights and the batches.
     ``losses`` holds each step's loss. The model is returned in ``eval()`` mode.
+
+    ``callback(step, model)``, if given, watches the training: it is called under ``torch.no_grad()`` before the
+    first step (``step == 0``) and after every ``every`` steps (``step`` = the number of steps taken). It changes
+    nothing: the losses and the weights are those of a run without it.
     """
     if not is_int(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     positive_int("steps", steps)
+    positive_int("every", every)
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {type(callback).__name__}")
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = AttentionOnlyTransformer(vocab_size, d_model, num_heads, num_layers, max_len=length)
@@ -249,6 +262,8 @@ def train_induction_model(
         max_period=max_period,
         batch_size=batch_size,
         learning_rate=learning_rate,
+        callback=callback,
+        every=every,
     )
     return model.eval(), losses
 
@@ -263,16 +278,27 @@ def adam_on_repeated_sequences(
     max_period: int,
     batch_size: int,
     learning_rate: float,
+    callback=None,
+    every: int = 1,
 ) -> list[float]:
     """The training loop of notebooks 13 and 14: ``steps`` Adam steps on fresh batches; return each step's loss.
 
     Each step draws :func:`repeated_sequences` from ``generator`` over the model's vocabulary
     (``model.vocab_size``) and takes one Adam step on the cross-entropy of every next token: the logits at
     position ``i`` against token ``i + 1``. The caller checks the arguments and sets the model's mode.
+    ``callback(step, model)``, if given, is called under ``torch.no_grad()`` at step 0 and after every ``every``
+    steps (:func:`train_induction_model`).
     """
     optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
     losses = []
-    for _ in range(steps):
+
+    def watch(step):
+        if callback is not None and step % every == 0:
+            with torch.no_grad():
+                callback(step, model)
+
+    watch(0)
+    for step in range(1, steps + 1):
         tokens, _ = repeated_sequences(batch_size, length, model.vocab_size, min_period, max_period, generator)
         logits, _ = model(tokens)  # (B, n, V): position i predicts token i + 1
         loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, model.vocab_size), tokens[:, 1:].reshape(-1))
@@ -280,6 +306,7 @@ def adam_on_repeated_sequences(
         loss.backward()
         optimiser.step()
         losses.append(loss.item())
+        watch(step)
     return losses
 
 
@@ -306,6 +333,25 @@ def next_token_accuracy(logits: torch.Tensor, tokens: torch.Tensor, periods: tor
     check_periods(periods, B, n)
     correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]  # (B, n - 1): the logits at i against token i + 1
     return correct[predictable_positions(periods, n)].float().mean()
+
+
+def in_context_score(logits: torch.Tensor, tokens: torch.Tensor, early: int = 4, late: int = 24) -> torch.Tensor:
+    """A 0-dim tensor: the loss late in the context minus the loss early in it (Olsson et al., 2022).
+
+    The cross-entropy of the logits at the queries ``i >= late`` (against token ``i + 1``) minus that of the queries
+    ``i < early``, each a mean over rows and queries. Negative when the model predicts better with more context;
+    Olsson et al. take the 500th token's loss minus the 50th's. With periods from 4 to 16 on 32 positions, the
+    defaults compare queries whose next token was never seen with queries whose next token always was.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
+        raise ValueError(f"tokens must be an integer tensor of shape (B, n), got {shape_text(tokens)}")
+    B, n = tokens.shape
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or logits.shape[:2] != (B, n):
+        raise ValueError(f"logits must have shape (B, n, V) = ({B}, {n}, V) like tokens, got {shape_text(logits)}")
+    if not (is_int(early) and is_int(late) and 1 <= early <= late <= n - 2):
+        raise ValueError(f"need 1 <= early <= late <= n - 2 = {n - 2}, got early={early}, late={late}")
+    losses = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, n-1)
+    return losses[:, late:].mean() - losses[:, :early].mean()
 
 
 @torch.no_grad()
@@ -419,3 +465,23 @@ def composition_scores(model: AttentionOnlyTransformer, kind: str = "key") -> to
                 torch.linalg.matrix_norm(first) * torch.linalg.matrix_norm(second)
             )
     return scores
+
+
+@torch.no_grad()
+def copying_scores(model: AttentionOnlyTransformer, layer: int) -> torch.Tensor:
+    """``(h,)``: each head's copying score, ``sum(eigenvalues) / sum(|eigenvalues|)`` of its OV circuit (Elhage et al.).
+
+    The OV circuit from token to logits is ``M = E W_OV U^T`` (``(V, V)``): row ``a`` is what attending to a key
+    holding token ``a`` adds to each token's logit, through the token embedding ``E``, the head's ``W_OV`` and the
+    unembedding ``U``. A head that copies raises the logit of the token it attends to: ``M`` has mostly positive
+    eigenvalues and the score is near 1. Near -1 the head lowers it; a random ``M`` scores near 0. Elhage et al.
+    (2021) read the eigenvalues rather than the diagonal alone because a map can copy in another basis.
+    """
+    if not isinstance(model, AttentionOnlyTransformer):
+        raise ValueError("copying_scores needs an AttentionOnlyTransformer")
+    if not is_int(layer) or not 0 <= layer < model.num_layers:
+        raise ValueError(f"layer must be an integer in 0 .. {model.num_layers - 1}, got {layer!r}")
+    _, ov = _head_matrices(model, layer)  # (h, d, d)
+    circuit = model.embedding.weight @ ov @ model.unembedding.weight.T  # (h, V, V): token -> logits
+    eigenvalues = torch.linalg.eigvals(circuit.double())  # (h, V), complex
+    return (eigenvalues.sum(-1).real / eigenvalues.abs().sum(-1)).float()

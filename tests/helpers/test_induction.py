@@ -11,6 +11,8 @@ from torch import nn
 from helpers.induction import (
     AttentionOnlyTransformer,
     composition_scores,
+    copying_scores,
+    in_context_score,
     induction_scores,
     next_token_accuracy,
     predictable_accuracy,
@@ -249,7 +251,28 @@ def test_train_starts_near_chance():
     assert abs(losses[0] - math.log(32)) < 0.3  # uniform over the 32 tokens at initialisation
 
 
-@pytest.mark.parametrize("bad", [{"seed": -1}, {"steps": 0}, {"seed": 1.0}])
+def test_train_callback_watches_without_changing_the_run():
+    seen = []
+
+    def callback(step, model):
+        assert not torch.is_grad_enabled()
+        seen.append((step, model.layers[0]["query"].weight.clone()))
+
+    model, losses = train_induction_model(num_layers=1, seed=0, steps=7, batch_size=8, callback=callback, every=3)
+    plain, plain_losses = train_induction_model(num_layers=1, seed=0, steps=7, batch_size=8)
+    assert [step for step, _ in seen] == [0, 3, 6]
+    assert losses == plain_losses
+    for a, b in zip(model.parameters(), plain.parameters(), strict=True):
+        assert torch.equal(a, b)
+    torch.manual_seed(0)  # step 0 sees the initial weights, and later calls see the weights after that many steps
+    assert torch.equal(seen[0][1], AttentionOnlyTransformer(32, 64, 4, 1, 32).layers[0]["query"].weight)
+    assert not torch.equal(seen[1][1], seen[0][1]) and not torch.equal(seen[2][1], seen[1][1])
+    steps = []
+    train_induction_model(num_layers=1, seed=0, steps=3, batch_size=8, callback=lambda step, m: steps.append(step))
+    assert steps == [0, 1, 2, 3]  # every defaults to 1
+
+
+@pytest.mark.parametrize("bad", [{"seed": -1}, {"steps": 0}, {"seed": 1.0}, {"every": 0}, {"callback": 3}])
 def test_train_bad_input(bad):
     with pytest.raises(ValueError):
         train_induction_model(**bad)
@@ -453,3 +476,85 @@ def test_a_head_mask_removes_the_head_from_every_path_it_is_combined_with():
             by_hand, by_hand_w = model(tokens, head_mask=H, key_head_mask=H & K, query_head_mask=H, value_head_mask=H)
         torch.testing.assert_close(combined, by_hand)
         torch.testing.assert_close(combined_w[1], by_hand_w[1])
+
+
+# In-context score and copying score ---------------------------------------------------------------------------------
+
+
+def test_in_context_score_is_late_loss_minus_early_loss():
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 7, (3, 12))
+    logits = torch.randn(3, 12, 7)
+    per_query = [
+        [nn.functional.cross_entropy(logits[b, i], tokens[b, i + 1]).item() for i in range(11)] for b in range(3)
+    ]
+    late = sum(row[i] for row in per_query for i in range(8, 11)) / 9  # queries 8, 9, 10 predict tokens 9, 10, 11
+    early = sum(row[i] for row in per_query for i in range(2)) / 6  # queries 0, 1
+    got = in_context_score(logits, tokens, early=2, late=8)
+    assert got.shape == ()
+    assert abs(got.item() - (late - early)) < 1e-5
+
+
+def test_in_context_score_of_a_copier_is_negative_and_of_a_constant_model_zero():
+    tokens, periods = repeated_sequences(32, 32, 32, 4, 16, _gen(3))
+    oracle_logits, _ = _Oracle(periods, vocab=32)(tokens)  # one-hot: right where predictable, wrong elsewhere
+    # 10 nats of margin: a loss near 0 late (every query there predictable) and near 10 early (none is)
+    assert in_context_score(10 * oracle_logits, tokens) < -9
+    assert abs(in_context_score(torch.zeros(32, 32, 32), tokens).item()) < 1e-6
+
+
+def test_in_context_score_bad_input():
+    tokens = torch.zeros(2, 10, dtype=torch.long)
+    with pytest.raises(ValueError, match="early <= late"):
+        in_context_score(torch.zeros(2, 10, 5), tokens, early=5, late=4)
+    with pytest.raises(ValueError, match="n - 2"):
+        in_context_score(torch.zeros(2, 10, 5), tokens, early=2, late=9)
+    with pytest.raises(ValueError, match="logits must have shape"):
+        in_context_score(torch.zeros(2, 9, 5), tokens)
+    with pytest.raises(ValueError, match="tokens must be"):
+        in_context_score(torch.zeros(2, 10, 5), tokens.float())
+
+
+def _ov_circuit(model, layer, head):
+    """The token -> logits map of one head, measured by running one-hot values through the model's own layers."""
+    d, h = model.d_model, model.num_heads
+    d_k = d // h
+    projections = model.layers[layer]
+    v = model.embedding.weight @ projections["value"].weight.T  # (V, d): each token's value, without the bias
+    z = torch.zeros(model.vocab_size, h, 1, d_k)
+    z[:, head, 0] = v[:, head * d_k : (head + 1) * d_k]
+    added = model.head_outputs(layer, z)[:, head, 0]  # (V, d): what attending to each token adds to the stream
+    return added @ model.unembedding.weight.T  # (V, V)
+
+
+def test_copying_scores_match_the_eigenvalues_of_the_measured_circuit():
+    model = _model(seed=8)
+    with torch.no_grad():
+        for layer in range(2):
+            got = copying_scores(model, layer)
+            assert got.shape == (4,) and bool(((got >= -1) & (got <= 1)).all())
+            for head in range(4):
+                eig = torch.linalg.eigvals(_ov_circuit(model, layer, head).double())
+                expected = (eig.sum().real / eig.abs().sum()).item()
+                assert abs(got[head].item() - expected) < 1e-4
+
+
+def test_copying_score_is_one_for_a_copier_and_minus_one_for_an_anti_copier():
+    model = _model(seed=9, layers=1, heads=1, d=16, vocab=11)
+    with torch.no_grad():
+        # Embedding and unembedding orthonormal rows, W_V W^O the identity: the circuit is E E^T, positive definite.
+        q, _ = torch.linalg.qr(torch.randn(16, 16))
+        model.embedding.weight.copy_(q[:11])
+        model.unembedding.weight.copy_(q[:11])
+        model.layers[0]["value"].weight.copy_(torch.eye(16))
+        model.layers[0]["output"].weight.copy_(torch.eye(16))
+        assert abs(copying_scores(model, 0).item() - 1) < 1e-5
+        model.layers[0]["output"].weight.copy_(-torch.eye(16))
+        assert abs(copying_scores(model, 0).item() + 1) < 1e-5
+
+
+def test_copying_scores_bad_input():
+    with pytest.raises(ValueError, match="layer must be"):
+        copying_scores(_model(), 2)
+    with pytest.raises(ValueError, match="AttentionOnlyTransformer"):
+        copying_scores(nn.Linear(2, 2), 0)
