@@ -166,7 +166,10 @@ def test_the_1000_step_table_holds_what_notebook_14_quotes_from_it():
     )
     assert f"({_range(acc('sinusoidal', 'L'))} and {_range(acc('learned', 'L'))} at $L$)" in text
     gain = [-d for d in drop("alibi")]
-    assert f"ALiBi gains {min(gain):.2f} to {max(gain):.2f} ({_range(acc('alibi', '4L'))} at $4L$)" in text
+    assert (
+        f"ALiBi is {min(gain):.2f} to {max(gain):.2f} higher at $4L$ than at $L$ ({_range(acc('alibi', '4L'))} at $4L$)"
+        in text
+    )
     assert f"the best at $L$ ({_range(acc('rope', 'L'))}), falls to {_range(acc('rope', '4L'))}" in text
     ntk = [abs(runs["rope", s]["extensions"]["NTK x4"]["4L"] - runs["rope", s]["accuracy"]["4L"]) for s in range(10)]
     assert "within 0.07 of the model as trained, on every seed" in text and max(ntk) < 0.07

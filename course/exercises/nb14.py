@@ -85,6 +85,19 @@ RMS_MISTAKES = [
         "root mean square of x itself, sqrt(mean(x ** 2) + eps): for x around 2 the two differ a lot.",
     ),
     Mistake(
+        "d - 1 in the mean",
+        lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) / (x.shape[-1] - 1) + eps) * w,
+        "the squares were divided by d - 1, as an unbiased variance would be (torch.std's default), not by d: "
+        "RMSNorm takes their plain mean, x.pow(2).mean(-1, keepdim=True). The result is a little too small, most "
+        "for short vectors.",
+    ),
+    Mistake(
+        "eps squared",
+        lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps**2) * w,
+        "eps was squared before it was added, sqrt(mean(x ** 2) + eps ** 2): it goes in as given, "
+        "sqrt(mean(x ** 2) + eps). The two differ where eps matters, for small x.",
+    ),
+    Mistake(
         "mean over the first axis",
         lambda x, w, eps: _rms_variant(x, w, eps, axis=0),
         "the mean of the squares was taken over dim 0, across the vectors of the batch, not over each vector's own "
@@ -151,12 +164,13 @@ def check_rms_norm(rms_norm: Callable) -> Verdict:
 def _rotary_variant(
     x, positions, *, exponent="2i", sign=1.0, read="pairs", write="pairs", own_positions=True, swap=False, shift=0
 ):
-    """Interleaved RoPE with one step changed: the exponent ``-i / d`` (``"i"``) or ``-2 (2i) / d`` (``"4i"``), the
+    """Interleaved RoPE with one step changed: the exponent ``-i / d`` (``"i"``), ``-2 (2i) / d`` (``"4i"``) or
+    ``-(2i + 1) / d`` (``"2i+1"``), the
     angle's sign flipped (``sign=-1``: rotated the other way), the pairs read or written as halves, ``arange(n)``
     in place of the given positions, cos and sin swapped, or the positions shifted by ``shift``."""
     n, d = x.shape[-2], x.shape[-1]
     index = torch.arange(d // 2, dtype=torch.float64)
-    power = {"2i": 2 * index, "i": index, "4i": 4 * index}[exponent]
+    power = {"2i": 2 * index, "i": index, "4i": 4 * index, "2i+1": 2 * index + 1}[exponent]
     theta = 10000.0 ** (-power / d)  # (d/2,)
     p = (positions if own_positions else torch.arange(n)) + shift
     angle = sign * p.to(torch.float64)[:, None] * theta  # (n, d/2)
@@ -200,6 +214,12 @@ ROTARY_MISTAKES = [
         lambda x, p: _rotary_variant(x, p, exponent="4i"),
         "the exponent counts the 2 twice: torch.arange(0, d, 2) already is 2i, so its frequency is "
         "base ** (-arange(0, d, 2) / d), not base ** (-2 * arange(0, d, 2) / d).",
+    ),
+    Mistake(
+        "exponent -(2i + 1)/d",
+        lambda x, p: _rotary_variant(x, p, exponent="2i+1"),
+        "pair i turned at base ** (-(2i + 1) / d), the exponent of the pair's odd feature: it is base ** (-2i / d), "
+        "2i the even feature index, so pair 0 turns one radian per position. Use torch.arange(0, d, 2) / d.",
     ),
     Mistake(
         "cos and sin swapped",
@@ -291,6 +311,11 @@ def _extra_from_the_start(h: int) -> torch.Tensor:
     return torch.tensor(power_of_two_slopes(c) + power_of_two_slopes(2 * c)[: h - c])
 
 
+def _even_extra_terms(h: int) -> torch.Tensor:
+    c = 1 << (h.bit_length() - 1)
+    return torch.tensor(power_of_two_slopes(c) + power_of_two_slopes(2 * c)[1::2][: h - c])
+
+
 def _from_one_in_both_parts(h: int) -> torch.Tensor:
     """Press et al.'s construction written with a power-of-2 sequence that starts at 2 ** 0."""
 
@@ -340,6 +365,12 @@ SLOPE_MISTAKES = [
         lambda h: alibi_slopes(h).sort(descending=True).values,
         "the slopes are right but sorted. For h not a power of 2, Press et al.'s code keeps the c slopes of the power "
         "of 2 first and appends the h - c extra ones after them, unsorted: head k's slope is the k-th of that list.",
+    ),
+    Mistake(
+        "even terms for the extra slopes",
+        _even_extra_terms,
+        "the extra h - c slopes were the even terms of the sequence for 2c heads ([1::2] counts from its second "
+        "slope), and those are the c slopes you already have. Take the odd terms, [0::2]: 2 ** (-4 (2k + 1) / c).",
     ),
     Mistake(
         "extra slopes from the start",

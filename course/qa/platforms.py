@@ -121,8 +121,21 @@ def execute_one(path: str, offset: int, threads: int) -> list[str]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
-                failures.append(f"cell {index} ({first[:60]}): {output['ename']}: {output['evalue'][:300]}")
+                line = failing_line(output.get("traceback", []))
+                where = f" at `{line[:160]}`" if line else ""
+                failures.append(f"cell {index} ({first[:60]}){where}: {output['ename']}: {output['evalue'][:300]}")
     return failures
+
+
+def failing_line(traceback: list[str]) -> str:
+    """The line of the cell that raised, from an IPython traceback (its frames' ANSI colours removed): the first
+    line marked with an arrow, ``---> 12 assert ...``. An assert with no message says nothing else."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(traceback))
+    for line in text.splitlines():
+        marked = re.match(r"\s*-+>\s*\d+\s?(.*)$", line)
+        if marked:
+            return marked.group(1).strip()
+    return ""
 
 
 def run_execute(path: str, offset: int, threads: int) -> tuple[bool, str, float]:

@@ -65,3 +65,17 @@ def test_every_nbval_marker_is_one_nbval_reads(path):
             comment = line.strip().lstrip("#").strip() if line.strip().startswith("#") else ""
             if comment.startswith("NBVAL"):
                 assert comment in MARKERS, f"{path.name}: {line.strip()!r} is not a marker nbval reads"
+
+
+def test_a_failure_names_the_line_that_raised():
+    """An assert with no message gives an empty evalue: the report names the cell's line instead (the arrow of
+    IPython's traceback, its colours removed)."""
+    traceback = [
+        "\x1b[31m---------------------------------------------------------------------------\x1b[39m",
+        "\x1b[31mAssertionError\x1b[39m                            Traceback (most recent call last)",
+        "\x1b[36mCell\x1b[39m\x1b[36m \x1b[39m\x1b[32mIn[31]\x1b[39m\x1b[32m, line 24\x1b[39m\n"
+        "\x1b[32m     22\x1b[39m x = 1\n\x1b[32m---> \x1b[39m\x1b[32m24\x1b[39m \x1b[38;5;28;01massert\x1b[39;00m x > 2  # the claim\n",
+        "\x1b[31mAssertionError\x1b[39m: ",
+    ]
+    assert check_platforms.failing_line(traceback) == "assert x > 2  # the claim"
+    assert check_platforms.failing_line(["no arrow here"]) == ""
