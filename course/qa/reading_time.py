@@ -14,13 +14,16 @@ as a reader needs.
 An optional part is a section or subsection whose heading says so (``## 8. Optional: ...``,
 ``### Optional: ...``); it runs to the next heading of the same or a higher level. Its first markdown cell
 holds a ``**Takeaway.**`` of at most TAKEAWAY_WORDS words, so that a reader who skips the part keeps its
-point. Each notebook states its times near its top in one sentence that tests/course/qa/test_reading_time.py compares
-with this estimate: "The core path takes about N minutes to read and run[; the optional parts add about M]."
+point, and it defines nothing that a later cell outside the optional parts reads (``optional_names_used``).
+Each notebook states its times near its top in one sentence that tests/course/qa/test_reading_time.py compares
+with this estimate: "The core path takes about N minutes to read and run[; the optional parts add about M]." The
+core paths of all the notebooks together stay under CORE_HOURS hours (tested too).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
@@ -31,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 READING_WPM = 130
 CODE_LINES_PER_MINUTE = 8
 TAKEAWAY_WORDS = 60
+CORE_HOURS = 10  # the whole series' core path, 01 to the last notebook, stays under this
 HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*$", re.MULTILINE)
 OPTIONAL = re.compile(r"\bOptional\b")
 STATEMENT = re.compile(
@@ -90,6 +94,85 @@ def parts(path: Path) -> list[Part]:
             current.words += _words(heading) + _words(text)
             stack.append(current)
             found.append(current)
+    return found
+
+
+def _code_cells(path: Path):
+    """Each code cell's source with the heading of the optional part it sits in (None in the core) and whether it
+    sits under "Exercises", cut at the headings as ``parts`` cuts them."""
+    stack: list[tuple[int, str, bool, bool]] = []  # (level, heading, optional, exercises) of the enclosing headings
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            for hashes, heading in HEADING.findall(source):
+                while stack and stack[-1][0] >= len(hashes):
+                    stack.pop()
+                optional = bool(OPTIONAL.search(heading)) or any(s[2] for s in stack)
+                exercises = heading.startswith("Exercises") or any(s[3] for s in stack)
+                stack.append((len(hashes), heading, optional, exercises))
+        elif cell["cell_type"] == "code":
+            part = next((s[1] for s in stack if s[2]), None)  # the outermost optional heading
+            yield source, part, any(s[3] for s in stack)
+
+
+def _tree(source: str) -> ast.Module:
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]  # IPython magics
+    return ast.parse("\n".join(lines))
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> set[str]:
+    return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+
+
+def _assigned_at_top(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(names a cell binds at its top level by assignment, def or class; names it imports there)."""
+    assigned, imported = set(), set()
+    for statement in tree.body:
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            imported |= _imported(statement)
+            continue
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            assigned.add(statement.name)
+            continue
+        todo = [statement]
+        while todo:  # a name stored anywhere in the statement, except inside a new scope
+            node = todo.pop()
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned.add(node.id)
+            scopes = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda | ast.comprehension
+            todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, scopes))
+    return assigned, imported
+
+
+def _read_from_outside(tree: ast.Module) -> set[str]:
+    """Names a cell reads and never binds itself (anywhere in it): those it takes from earlier cells."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= _imported(node)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def optional_names_used(path: Path) -> list[tuple[str, str]]:
+    """(name, optional part) for each name that a core or exercise cell reads whose last binding before it was in an
+    optional part: a reader who skipped that part would meet it undefined. Importing a module again is no binding."""
+    owner: dict[str, str | None] = {}  # name -> the optional part that bound it last, None for the core
+    found = []
+    for source, part, _ in _code_cells(path):
+        tree = _tree(source)
+        if part is None:
+            found += [(name, owner[name]) for name in sorted(_read_from_outside(tree)) if owner.get(name)]
+        assigned, imported = _assigned_at_top(tree)
+        for name in assigned:
+            owner[name] = part
+        for name in imported:
+            owner[name] = owner.get(name, part) if part else None
     return found
 
 

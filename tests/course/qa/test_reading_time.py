@@ -66,3 +66,48 @@ def test_the_estimate_counts_words_and_code_and_splits_at_optional_headings(tmp_
     assert core == pytest.approx((1 + 128 + 3 + 126) / 130 + 2 / 8)  # T, 128 words, "3. Core again", 2 code lines
     assert optional == pytest.approx((3 + 2 + 120) / 130)  # "2. Optional: more", the takeaway, 120 words
     assert [p.takeaway for p in reading_time.parts(path) if p.optional] == ["Short."]
+
+
+@pytest.mark.parametrize("notebook", NUMBERED, ids=lambda p: p.name[:2])
+def test_optional_parts_define_nothing_the_core_reads(notebook: Path):
+    used = reading_time.optional_names_used(notebook)
+    assert not used, f"{notebook.name}: cells outside the optional parts read names those parts define: {used}"
+
+
+def _code(source: str) -> dict:
+    return {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+
+
+def _markdown(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def test_a_name_bound_in_an_optional_part_and_read_later_is_found(tmp_path: Path):
+    cells = [
+        _markdown("# T"),
+        _code("import torch\nx = torch.ones(2)\nsquare = lambda t: t * t\n"),
+        _markdown("### Optional: more\n\n**Takeaway.** Short."),
+        _code(
+            "import torch\nfrom math import pi\nx = x * pi\ny, (z, w) = 1, (2, 3)\nfor i in range(2):\n    pass\n"
+            "def helper(a):\n    local = a\n    return local\n"
+        ),
+        _markdown("## 2. Core"),
+        _code("print(torch.zeros(1), square(2), [i for i in range(3)])\n"),  # re-import, comprehension: not found
+        _code("local = 0\nprint(local, [v for v in (y, w)], helper(1))\n%time x\n"),  # y, w, helper; x in a magic
+        _code("x = torch.ones(1)\nprint(x, pi)\n"),  # x bound again in the core; pi imported only in the part
+        _markdown("## Exercises"),
+        _code("print(z)\n"),  # an exercise is read after the part too
+    ]
+    path = tmp_path / "01_t.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    found = reading_time.optional_names_used(path)
+    assert [name for name, _ in found] == ["helper", "w", "y", "pi", "z"]
+    assert {part for _, part in found} == {"Optional: more"}
+
+
+def test_the_core_path_of_the_series_stays_under_its_budget():
+    minutes = sum(reading_time.times(notebook)[0] for notebook in NUMBERED)
+    assert minutes < 60 * reading_time.CORE_HOURS, (
+        f"the core path of {len(NUMBERED)} notebooks takes {minutes / 60:.1f} h by the estimate, over "
+        f"{reading_time.CORE_HOURS} h: move a digression into a marked optional part (CONTRIBUTING.md)"
+    )
