@@ -926,7 +926,7 @@ def _difference(
                     f"{f', {nan_pattern}' if nan_pattern else ''}; expected none."
                 )
                 continue
-            diff = (x.double() - y.double()).abs().nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
+            diff = (x.double() - y.double()).abs().nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(~wrong, -1.0)
             where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
             largest = diff.max().item()
             line = (
@@ -934,7 +934,7 @@ def _difference(
                 f"(expected {_value(y, where)}, got {_value(x, where)})"
             )
             if case.relative:  # a small absolute difference can be a large relative one (a tiny early rate)
-                relative = (diff / y.double().abs()).nan_to_num(nan=math.inf).masked_fill(~wrong, -1.0)
+                relative = (diff / y.double().abs()).nan_to_num(nan=math.inf, posinf=math.inf).masked_fill(~wrong, -1.0)
                 at = tuple(int(i) for i in torch.unravel_index(relative.argmax(), relative.shape))
                 line += f"; largest relative difference {100 * relative.max().item():.3g}% {_at(at, case)}"
             if near_miss(x, y, wrong, case.relative):

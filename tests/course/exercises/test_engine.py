@@ -1152,3 +1152,16 @@ def test_the_checker_never_takes_back_an_exception_with_null(monkeypatch):
     assert calls and all(exception is not None for exception in calls)  # the endless loop was sent its stop
     time.sleep(0.2)  # the answers' threads end after the verdict: nothing sent then either
     assert all(exception is not None for exception in calls)
+
+
+def test_a_finite_answer_where_minus_infinity_is_expected_reports_an_infinite_difference():
+    # The largest difference is inf, not 1.798e+308 (torch.nan_to_num's default for +inf)
+    from course.exercises.nb11 import check_online_softmax_update
+    from helpers import efficient
+
+    def finite_max(running_max, running_sum, block):
+        new_max, new_sum = efficient.online_softmax_update(running_max, running_sum, block)
+        return new_max.clamp(min=torch.finfo(new_max.dtype).min), new_sum  # -inf for an all-masked row replaced
+
+    text = str(check_online_softmax_update(finite_max))
+    assert "failed" in text and "largest difference inf" in text and "e+308" not in text, text

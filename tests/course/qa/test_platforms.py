@@ -51,20 +51,24 @@ def test_every_notebook_that_draws_random_numbers_has_a_seed_the_check_can_move(
         )
 
 
-MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION", "NBVAL_SKIP"}
+NBVAL_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-raises-exception", "nbval-skip", "raises-exception"}
 
 
 @pytest.mark.parametrize("path", check_platforms.NOTEBOOKS, ids=lambda p: p.name)
-def test_every_nbval_marker_is_one_nbval_reads(path):
-    # nbval honours a marker only when it is the whole comment: "# NBVAL_IGNORE_OUTPUT: timings" is silently
-    # a plain comment, and the output it meant to ignore is compared after all.
+def test_nbval_markers_are_tags_the_reader_does_not_see(path):
+    # A "# NBVAL_IGNORE_OUTPUT" comment is maintenance text in the learner's path: the cell tag does the same.
+    # A misspelt tag would be silently ignored and the output compared after all, so every nbval-like tag must be
+    # one nbval reads.
     for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
         if cell["cell_type"] != "code":
             continue
         for line in "".join(cell["source"]).splitlines():
-            comment = line.strip().lstrip("#").strip() if line.strip().startswith("#") else ""
-            if comment.startswith("NBVAL"):
-                assert comment in MARKERS, f"{path.name}: {line.strip()!r} is not a marker nbval reads"
+            assert not line.strip().lstrip("#").strip().startswith("NBVAL"), (
+                f"{path.name}: {line.strip()!r}: use the cell tag nbval-ignore-output instead (CONTRIBUTING.md)"
+            )
+        for tag in cell["metadata"].get("tags", []):
+            if "nbval" in tag or "raises" in tag:
+                assert tag in NBVAL_TAGS, f"{path.name}: the tag {tag!r} is not one nbval reads"
 
 
 def test_a_failure_names_the_line_that_raised():
