@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 
 from helpers.plotting import DPI
 
-__all__ = ["beam_tree", "dot_product_scaling", "head_score_grid", "phase_change", "two_heads"]
+__all__ = ["beam_tree", "dot_product_scaling", "head_score_grid", "phase_change", "training_curve", "two_heads"]
 
 
 def _same_length(name_a: str, a: Sequence, name_b: str, b: Sequence) -> None:
@@ -157,4 +157,21 @@ def phase_change(losses: Sequence[float], history: Sequence[Sequence[float]], st
         ax.axvline(step, color="dimgrey", linestyle="--", linewidth=1)
     top.text(step + 3, 3.0, "loss below 2 nats", color="dimgrey")
     top.set_title(title)
+    return fig
+
+
+def training_curve(curve: Mapping[str, Sequence[float]], title: str) -> Figure:
+    """Notebook 15, section 2: a training run's loss against the step, from its record: ``curve["step"]``, the mean
+    training loss since the last point (``curve["train_loss"]``) and the held-out loss (``curve["held_out_loss"]``)."""
+    missing = {"step", "train_loss", "held_out_loss"} - set(curve)
+    if missing:
+        raise ValueError(f"the curve lacks {sorted(missing)}")
+    steps = list(curve["step"])
+    for name in ("train_loss", "held_out_loss"):
+        _same_length("curve['step']", steps, f"curve[{name!r}]", curve[name])
+    fig, ax = plt.subplots(figsize=(6.4, 3.0), dpi=DPI, layout="constrained")
+    ax.plot(steps, curve["train_loss"], "o-", markersize=3, label="training (mean since the last point)")
+    ax.plot(steps, curve["held_out_loss"], "s-", markersize=3, label="held out")
+    ax.set(xlabel="training step", ylabel="next-token loss (nats)", title=title)
+    ax.legend()
     return fig

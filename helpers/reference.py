@@ -23,6 +23,7 @@ __all__ = [
     "torch_encoder_layer",
     "torch_multihead_attention",
     "torch_transformer",
+    "transformers_causal_lm",
 ]
 
 
@@ -150,3 +151,70 @@ def torch_transformer(encoder: Encoder, decoder: Decoder) -> nn.Transformer:
         if ours is not None:
             theirs.load_state_dict(ours.state_dict())
     return ref.train(encoder.training)
+
+
+def transformers_causal_lm(model):
+    """Hugging Face's ``LlamaForCausalLM`` holding exactly the weights of our ``helpers.lm.LanguageModel``.
+
+    The block is the same computation under other names: ``embed_tokens`` is our embedding (tied to ``lm_head``),
+    each layer's ``input_layernorm``, ``self_attn.{q,k,v,o}_proj``, ``post_attention_layernorm`` and
+    ``mlp.{gate,up,down}_proj`` are our ``norm1``, ``w_q, w_k, w_v, w_o``, ``norm2`` and ``w1, w3, w2``, and ``norm``
+    is our final norm. Llama's rotary embedding pairs features ``(i, i + d_k / 2)``, as ours does. ``transformers``
+    is a reference only: the series never needs it to run its own model. Returns the model in ``eval()`` mode, float32,
+    with eager attention (no fused kernel), so that its attention weights can be compared too."""
+    with warnings.catch_warnings():  # transformers' import warns that no notebook progress bar is installed
+        warnings.simplefilter("ignore")
+        from transformers import LlamaConfig, LlamaForCausalLM  # pinned; a reference only
+
+    from helpers.lm import LanguageModel
+
+    if not isinstance(model, LanguageModel):
+        raise ValueError(f"transformers_causal_lm takes a helpers.lm.LanguageModel, got {type(model).__name__}")
+    c = model.config
+    config = LlamaConfig(
+        vocab_size=c.vocab_size,
+        hidden_size=c.d_model,
+        intermediate_size=c.d_ff,
+        num_hidden_layers=c.num_layers,
+        num_attention_heads=c.num_heads,
+        num_key_value_heads=c.num_kv_heads,
+        head_dim=c.d_model // c.num_heads,
+        max_position_embeddings=c.max_len,
+        rms_norm_eps=c.norm_eps,
+        rope_theta=c.rope_base,
+        tie_word_embeddings=True,
+        attention_bias=False,
+        mlp_bias=False,
+        hidden_act="silu",
+        attn_implementation="eager",
+    )
+    reference = LlamaForCausalLM(config)
+    names = {"embedding.weight": "model.embed_tokens.weight", "final_norm.weight": "model.norm.weight"}
+    parts = {
+        "norm1.weight": "input_layernorm.weight",
+        "norm2.weight": "post_attention_layernorm.weight",
+        "attention.w_q.weight": "self_attn.q_proj.weight",
+        "attention.w_k.weight": "self_attn.k_proj.weight",
+        "attention.w_v.weight": "self_attn.v_proj.weight",
+        "attention.w_o.weight": "self_attn.o_proj.weight",
+        "feed_forward.w1.weight": "mlp.gate_proj.weight",
+        "feed_forward.w3.weight": "mlp.up_proj.weight",
+        "feed_forward.w2.weight": "mlp.down_proj.weight",
+    }
+    for i in range(c.num_layers):
+        names |= {f"layer{i}.{ours}": f"model.layers.{i}.{theirs}" for ours, theirs in parts.items()}
+    ours = {(_ours_name(name)): p for name, p in model.state_dict().items() if name != "output.weight"}
+    state = {names[name]: p.detach().clone() for name, p in ours.items()}
+    state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    missing, unexpected = reference.load_state_dict(state, strict=False)
+    if unexpected or any("rotary" not in name for name in missing):
+        raise ValueError(f"weights did not map onto LlamaForCausalLM: missing {missing}, unexpected {unexpected}")
+    return reference.eval()
+
+
+def _ours_name(name: str) -> str:
+    """``layers.3.attention.w_q.weight`` -> ``layer3.attention.w_q.weight`` (the key of the mapping above)."""
+    if name.startswith("layers."):
+        _, index, rest = name.split(".", 2)
+        return f"layer{index}.{rest}"
+    return name

@@ -109,7 +109,7 @@ def test_there_is_a_solution_notebook_for_every_numbered_one():
     """So that the parametrised link check above covers the whole series."""
     if student_copy.is_student_copy(ROOT):
         pytest.skip("a student copy has no worked solutions")
-    assert len(NUMBERED) == 14 and {p.name[:2] for p in SOLUTIONS} == {p.name[:2] for p in NUMBERED}
+    assert len(NUMBERED) == 15 and {p.name[:2] for p in SOLUTIONS} == {p.name[:2] for p in NUMBERED}
 
 
 def test_readme_links_the_glossary():

@@ -166,7 +166,23 @@ def test_14_inline_modern_pieces_equal_helpers():
     torch.testing.assert_close(ns["swiglu"](x, ffn.w1.weight, ffn.w3.weight, ffn.w2.weight), ffn(x))
 
 
-TESTED = {"01", "02", "03", "05", "06", "07", "09", "14"}  # the notebooks with a test_NN_ above
+@pytest.mark.parametrize("seed", [0, 1])
+def test_15_inline_decoder_only_model_equals_helpers(seed):
+    from helpers.lm import LanguageModel, LMConfig
+
+    ns = inline_namespace("15_a_language_model_of_our_own.ipynb")
+    torch.manual_seed(seed)
+    config = LMConfig(vocab_size=60, d_model=24, num_layers=2, num_heads=6, num_kv_heads=2, d_ff=40, max_len=32)
+    model = LanguageModel(config).eval()
+    with torch.no_grad():  # away from the initialisation, so that every weight, the norms' gains too, matters
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    tokens = torch.randint(0, 60, (3, 32), generator=generator(seed))
+    with torch.no_grad():
+        torch.testing.assert_close(ns["decoder_only_logits"](model, tokens), model(tokens)[0], atol=1e-5, rtol=1e-5)
+
+
+TESTED = {"01", "02", "03", "05", "06", "07", "09", "14", "15"}  # the notebooks with a test_NN_ above
 
 
 def test_every_notebook_with_inline_code_is_tested_here():

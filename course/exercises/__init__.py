@@ -42,7 +42,7 @@ A failure that names a mistake gives its diagnosis on every attempt and does not
 forgets the counts, of one exercise (``reset_attempts("01.1")``) or of all. A verdict's text depends only on your
 answer and the count, so a notebook that runs a checker several times shows the same text on every Run All.
 
-Where the checkers live: ``course.exercises.nb01`` ... ``nb14`` hold each notebook's checkers (``nb03`` those of
+Where the checkers live: ``course.exercises.nb01`` ... ``nb15`` hold each notebook's checkers (``nb03`` those of
 exercises 03.x), each with its cases, classic mistakes and hints; :mod:`course.exercises.engine` holds the machinery
 they share. This package gathers the ``check_*`` functions, :class:`Verdict`, :func:`solution`,
 :func:`reset_attempts` and :func:`set_time_limit`.
@@ -64,6 +64,7 @@ from course.exercises.nb11 import check_cached_attention, check_grouped_attentio
 from course.exercises.nb12 import check_mean_pooling
 from course.exercises.nb13 import check_induction_scores, check_predictable_accuracy
 from course.exercises.nb14 import check_alibi_slopes, check_rms_norm, check_rotary
+from course.exercises.nb15 import check_top_p
 
 __all__ = [
     "Verdict",
@@ -90,6 +91,7 @@ __all__ = [
     "check_rotary",
     "check_shift_right",
     "check_split_heads",
+    "check_top_p",
     "reset_attempts",
     "set_time_limit",
     "solution",

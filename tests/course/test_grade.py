@@ -140,7 +140,7 @@ def test_the_last_verdict_counts_and_garbage_lines_are_skipped(tmp_path):
 
 def test_every_checked_exercise_belongs_to_its_notebook():
     exercises = grade.checked_exercises()
-    assert sorted(exercises) == ["01", "02", "03", "04", "05", "06", "07", "09", "10", "11", "12", "13", "14"]
+    assert sorted(exercises) == ["01", "02", "03", "04", "05", "06", "07", "09", "10", "11", "12", "13", "14", "15"]
     assert all(e.startswith(n + ".") for n, ids in exercises.items() for e in ids)
     assert exercises["03"] == ["03.1", "03.2", "03.3"]
 

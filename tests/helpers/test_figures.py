@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.figures import beam_tree, dot_product_scaling, head_score_grid, phase_change, two_heads
+from helpers.figures import beam_tree, dot_product_scaling, head_score_grid, phase_change, training_curve, two_heads
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +81,14 @@ def test_phase_change_plots_each_score_against_its_step():
     assert bottom.lines[0].get_ydata().tolist() == pytest.approx([0.05, 0.6, 0.8])  # induction
     with pytest.raises(ValueError, match=r"\(3, 3\)"):
         phase_change([1.0], [row[:3] for row in history], step=5, title="t")
+
+
+def test_training_curve_draws_both_losses_against_the_steps():
+    curve = {"step": [100, 200, 300], "train_loss": [6.0, 4.4, 3.9], "held_out_loss": [4.9, 4.3, 3.9]}
+    (ax,) = training_curve(curve, title="t").axes
+    assert list(ax.lines[0].get_xdata()) == [100, 200, 300] and list(ax.lines[1].get_ydata()) == [4.9, 4.3, 3.9]
+    assert list(ax.lines[0].get_ydata()) == [6.0, 4.4, 3.9]
+    with pytest.raises(ValueError, match="held_out_loss"):
+        training_curve({"step": [1], "train_loss": [1.0]}, title="t")
+    with pytest.raises(ValueError, match=r"3 entries.*2"):
+        training_curve(curve | {"train_loss": [1.0, 2.0]}, title="t")

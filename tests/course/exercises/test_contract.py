@@ -1,4 +1,4 @@
-"""What every checker of notebooks 12-14 promises, tested from one table: right answers written other ways pass;
+"""What every checker of notebooks 12-15 promises, tested from one table: right answers written other ways pass;
 every listed mistake, and every wrong answer written by hand as a student would, is named; the untouched stub is
 "not attempted" and gets the conceptual hint, which shows no code. The answers live in each notebook's test file."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from course import exercises as ex
-from course.exercises import nb12, nb13, nb14
-from tests.course.exercises import test_nb12, test_nb13, test_nb14
+from course.exercises import nb12, nb13, nb14, nb15
+from tests.course.exercises import test_nb12, test_nb13, test_nb14, test_nb15
 from tests.course.exercises.answers import stub
 
 # exercise: (checker, right answers, listed mistakes, wrong answers by hand, words of the stub's conceptual hint)
@@ -54,6 +54,13 @@ CHECKERS = {
         nb14.SLOPE_MISTAKES,
         test_nb14.SLOPES_WRONG_BY_HAND,
         "power of 2",
+    ),
+    "15.1": (
+        ex.check_top_p,
+        test_nb15.RIGHT_ANSWERS,
+        nb15.TOP_P_MISTAKES,
+        test_nb15.WRONG_ANSWERS,
+        "walk along them",
     ),
 }
 RIGHT = [(exercise, name) for exercise, row in CHECKERS.items() for name in row[1]]

@@ -161,6 +161,7 @@ SOLUTIONS = {
     "14.1": (ex.check_rms_norm, "x, weight, eps"),
     "14.2": (ex.check_rotary, "x, positions"),
     "14.3": (ex.check_alibi_slopes, "num_heads"),
+    "15.1": (ex.check_top_p, "logits, p"),
 }
 
 
@@ -816,6 +817,13 @@ def rotary(x, positions):
     return x.copy_(apply_rotary(x.clone(), positions))  # the rotated rows written over the caller's x
 
 
+def top_p(logits, p):
+    ordered, order = logits.sort(dim=-1, descending=True)
+    probs = ordered.softmax(dim=-1)
+    drop = (probs.cumsum(dim=-1) - probs) >= p
+    return logits.masked_fill_(drop.scatter(-1, order, drop), float("-inf"))  # filled in the caller's logits
+
+
 IN_PLACE = [
     (ex.check_attention, attention, "query"),
     (ex.check_padding_mask, padding_mask, "lengths"),
@@ -838,6 +846,7 @@ IN_PLACE = [
     (ex.check_predictable_accuracy, predictable_accuracy, "logits"),
     (ex.check_rms_norm, rms_norm, "x"),
     (ex.check_rotary, rotary, "x"),
+    (ex.check_top_p, top_p, "logits"),
 ]
 
 
