@@ -31,6 +31,8 @@ def _top_p_variant(
     mass = p_sorted.cumsum(dim=axis)
     if including_self is None:
         drop_sorted = (mass - p_sorted) >= p
+    elif including_self == "before >":
+        drop_sorted = (mass - p_sorted) > p
     else:
         drop_sorted = mass > p if including_self == ">" else mass >= p
     drop = drop_sorted.scatter(axis, index, drop_sorted) if back == "scatter" else drop_sorted.gather(axis, index)
@@ -47,6 +49,19 @@ _CROSSES = (
 TOP_P_MISTAKES = [
     Mistake("the token that crosses p dropped", lambda x, p: _top_p_variant(x, p, including_self=">"), _CROSSES),
     Mistake("the token that reaches p dropped", lambda x, p: _top_p_variant(x, p, including_self=">="), _CROSSES),
+    Mistake(
+        "one token past the nucleus kept",
+        lambda x, p: _top_p_variant(x, p, including_self="before >"),
+        "a token was kept while the mass ranked above it was at most p, so when that mass is exactly p one token more "
+        "stays than the nucleus needs. Keep a token only while the mass before it is *below* p: drop it once that mass "
+        "is >= p.",
+    ),
+    Mistake(
+        "dropped tokens set to -1e9",
+        lambda x, p: _top_p_variant(x, p, fill=-1e9),
+        "the dropped tokens' logits were set to -1e9, a very negative number but not an impossible one: the exercise "
+        "asks for float('-inf'), which no temperature and no later addition can bring back.",
+    ),
     Mistake(
         "put back with gather",
         lambda x, p: _top_p_variant(x, p, back="gather"),
@@ -91,10 +106,16 @@ TOP_P_MISTAKES = [
 def _cases() -> list[Case]:
     g = seeded_generator(151)
     three = torch.tensor([0.5, 0.3, 0.2]).log()  # p = 0.6: the second token carries the sum past p and stays
+    exact = torch.tensor([0.25, 0.5, 0.125, 0.125]).log()  # exact in float32: after 0.5 the mass before is exactly 0.5
     return [
         Case("one row of 10 logits, p = 0.9", (torch.randn(10, generator=g) * 2, 0.9)),
         Case("a batch (3, 50), p = 0.5", (torch.randn(3, 50, generator=g) * 3, 0.5)),
         Case("probabilities 0.5, 0.3, 0.2 in scrambled order, p = 0.6", (three[[2, 0, 1]].clone(), 0.6)),
+        Case(
+            "a flat batch (4, 100): the nucleus holds dozens of tokens, p = 0.9",
+            (torch.randn(4, 100, generator=g) * 0.5, 0.9),
+        ),
+        Case("probabilities 0.5, 0.25, 0.125, 0.125, p = 0.5 (the mass before the second is exactly p)", (exact, 0.5)),
         Case("a batch (2, 4, 16), p = 1 (every token stays)", (torch.randn(2, 4, 16, generator=g), 1.0)),
         Case("a batch (4, 8), p = 0.001 (only the best token)", (torch.randn(4, 8, generator=g) * 2, 1e-3)),
     ]
