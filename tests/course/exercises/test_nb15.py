@@ -15,9 +15,9 @@ def nucleus(logits, p):
     return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
 
 
-def nucleus_by_shifting(logits, p):  # "cumsum > p", shifted right by one so that the crossing token stays
+def nucleus_by_shifting(logits, p):  # "cumsum >= p", shifted right by one so that the token reaching p stays
     ordered, order = logits.sort(dim=-1, descending=True)
-    over = ordered.softmax(dim=-1).cumsum(dim=-1) > p
+    over = ordered.softmax(dim=-1).cumsum(dim=-1) >= p
     over = torch.cat([torch.zeros_like(over[..., :1]), over[..., :-1]], dim=-1)
     keep = torch.zeros_like(over).scatter(-1, order, ~over)
     return torch.where(keep, logits, torch.tensor(float("-inf")))
@@ -47,7 +47,7 @@ def nucleus_by_threshold(logits, p):  # the smallest kept probability as a thres
 
 RIGHT_ANSWERS = {
     "sort, cumsum minus self, scatter back": nucleus,
-    "cumsum > p shifted right by one": nucleus_by_shifting,
+    "cumsum >= p shifted right by one": nucleus_by_shifting,
     "a Python loop": nucleus_in_a_loop,
     "the last kept probability as a threshold": nucleus_by_threshold,
     "in float64": lambda x, p: nucleus(x.double(), p),
