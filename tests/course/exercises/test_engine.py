@@ -1081,7 +1081,10 @@ def test_an_answer_that_catches_every_stop_and_retries_gets_a_verdict_in_seconds
 
 def test_an_interrupt_stops_the_answer_and_reaches_the_caller():
     # Jupyter's stop button raises KeyboardInterrupt in the main thread while the checker waits for the answer.
+    # interrupt_main does nothing where SIGINT is not Python's own handler (an earlier test in this worker process,
+    # or the worker itself, may have set it aside), so the test installs it, as a Jupyter kernel has it.
     previous = ex.set_time_limit(10)
+    previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -1089,6 +1092,7 @@ def test_an_interrupt_stops_the_answer_and_reaches_the_caller():
             ex.check_attention(endless)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous_handler)
         ex.set_time_limit(previous)
     for thread in threading.enumerate():  # the interrupt was passed on: the endless loop stopped as well
         if thread.name == "exercise-checker":
