@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -301,10 +301,6 @@ def ngram_counts(data: Path = DATA) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file  # pinned
 
     return load_file(str(_checked(data, "ngram_counts.safetensors")))
-
-
-def config_dict(config: LMConfig) -> dict:
-    return asdict(config)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
